@@ -1,0 +1,178 @@
+// One validated, frozen configuration, read once at start. Every key is listed with its default in
+// .env.example and in the README's configuration table; a bad value stops the process with a
+// message naming the key. Secret-bearing keys are redacted whenever the config is printed.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const port = z.coerce.number().int().min(1).max(65535);
+const csv = z.string().transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
+
+/** Durations: "30s", "2m", "1h", "500ms" or a plain number of milliseconds. */
+export function parseDuration(input: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(input.trim());
+  if (!m) throw new Error(`not a duration: "${input}" (use 500ms, 30s, 2m, 1h)`);
+  const n = Number(m[1]);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] ?? 'ms']!;
+  return Math.round(n * unit);
+}
+const duration = z.string().transform((s, ctx) => {
+  try {
+    return parseDuration(s);
+  } catch (e) {
+    ctx.addIssue({ code: 'custom', message: (e as Error).message });
+    return z.NEVER;
+  }
+});
+
+const schema = z.object({
+  APP_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  HOST: z.string().default('127.0.0.1'),
+  PORT: port.default(8000),
+  /** Base URL the outside world reaches the API on; project_url, callback and ACS URLs derive from it. */
+  PUBLIC_URL: z.string().url().optional(),
+  /** Which roles this process runs (svix-style): api, dispatcher, projector. */
+  ROLES: csv.default(['api', 'dispatcher', 'projector']),
+
+  // External stack. When all three are set, nothing is provisioned locally.
+  DATABASE_URL: z.string().optional(),
+  KAFKA_BROKERS: csv.optional(),
+  KAFKA_CONNECT_URL: z.string().url().optional(),
+  /** Host and port Debezium (inside Kafka Connect) uses to reach Postgres; defaults to the control DB's. */
+  DEBEZIUM_DATABASE_HOST: z.string().optional(),
+  DEBEZIUM_DATABASE_PORT: port.optional(),
+
+  // Local stack (used when the external stack is not configured).
+  STACK_DIR: z.string().default(path.join(repoRoot, '.stack')),
+  STACK_PG_PORT: port.default(54329),
+  STACK_KAFKA_PORT: port.default(19092),
+  STACK_KAFKA_CONTROLLER_PORT: port.default(19093),
+  STACK_CONNECT_PORT: port.default(18083),
+  STACK_KAFKA_HEAP: z.string().default('512m'),
+  STACK_CONNECT_HEAP: z.string().default('512m'),
+
+  /** 32 bytes, base64: encrypts secrets, client secrets, SMTP passwords, signing secrets, JWT keys. */
+  MASTER_KEY: z.string().optional(),
+
+  // Kafka layout.
+  TOPIC_PREFIX: z
+    .string()
+    .regex(/^[a-zA-Z0-9._-]{1,100}$/)
+    .default('integrations'),
+  OUTBOX_PARTITIONS: z.coerce.number().int().min(1).max(1000).default(6),
+  KAFKA_CLIENT_ID: z.string().default('integrations-service'),
+
+  // Delivery.
+  RETRY_DELAYS: z.string().default('30s,2m,10m,30m,1h,3h,6h'),
+  /** Multiplies every retry delay and the 24 h age limit; tests scale time down with it. */
+  RETRY_TIME_SCALE: z.coerce.number().positive().max(1).default(1),
+  MAX_ATTEMPTS: z.coerce.number().int().min(1).max(8).default(8),
+  MAX_MESSAGE_AGE: duration.default('24h'),
+  DISPATCH_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(256),
+  WEBHOOK_TIMEOUT_DEFAULT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** CIDRs outbound requests may reach although private; empty in production. */
+  OUTBOUND_ALLOW_CIDRS: csv.optional(),
+  SIGNING_SECRET_GRACE: duration.default('24h'),
+  RESPONSE_BODY_LIMIT: z.coerce.number().int().min(0).max(65536).default(4096),
+
+  // Email.
+  /** Platform default SMTP, smtp://user:pass@host:port; unset in development means the mail sink. */
+  SMTP_URL: z.string().optional(),
+  SMTP_FROM: z.string().default('Integrations <no-reply@localhost>'),
+  DEV_MAIL_SINK: bool.optional(),
+  DEV_MAIL_SINK_PORT: port.default(1025),
+
+  // Sessions (SSO).
+  ACCESS_TOKEN_TTL: duration.default('1h'),
+  REFRESH_TOKEN_TTL: duration.default('30d'),
+  SSO_FLOW_TTL: duration.default('10m'),
+  AUTH_CODE_TTL: duration.default('5m'),
+  SAML_CLOCK_SKEW: duration.default('120s'),
+
+  /** Creates a development project on first start with an empty control database. */
+  DEV_BOOTSTRAP: bool.optional(),
+});
+
+type Raw = z.infer<typeof schema>;
+
+export interface Config extends Omit<Raw, 'MASTER_KEY' | 'OUTBOUND_ALLOW_CIDRS' | 'DEV_MAIL_SINK' | 'DEV_BOOTSTRAP'> {
+  masterKey: Buffer;
+  publicUrl: string;
+  external: boolean;
+  OUTBOUND_ALLOW_CIDRS: string[];
+  DEV_MAIL_SINK: boolean;
+  DEV_BOOTSTRAP: boolean;
+  retryDelaysMs: number[];
+}
+
+export class ConfigError extends Error {}
+
+const SECRET_KEYS = new Set(['MASTER_KEY', 'DATABASE_URL', 'SMTP_URL', 'masterKey']);
+
+function loadMasterKey(raw: string | undefined, env: Raw['APP_ENV'], stackDir: string): Buffer {
+  if (raw) {
+    const key = Buffer.from(raw, 'base64');
+    if (key.length !== 32) throw new ConfigError('MASTER_KEY must be 32 bytes encoded as base64 (openssl rand -base64 32)');
+    return key;
+  }
+  if (env === 'production') throw new ConfigError('MASTER_KEY is required when APP_ENV=production');
+  // Development and tests: a key generated once into the state folder, so restarts can still decrypt.
+  const file = path.join(stackDir, 'master.key');
+  if (existsSync(file)) return Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+  mkdirSync(stackDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString('base64') + '\n', { mode: 0o600 });
+  return key;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
+  const present = Object.fromEntries(Object.entries(env).filter(([k, v]) => k in schema.shape && v !== undefined && v !== ''));
+  const parsed = schema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const raw = parsed.data;
+  const externalKeys = [raw.DATABASE_URL, raw.KAFKA_BROKERS, raw.KAFKA_CONNECT_URL];
+  const external = externalKeys.every(Boolean);
+  if (!external && externalKeys.some(Boolean) && raw.APP_ENV !== 'test') {
+    throw new ConfigError('set all of DATABASE_URL, KAFKA_BROKERS and KAFKA_CONNECT_URL for an external stack, or none for the local one');
+  }
+  let retryDelaysMs: number[];
+  try {
+    retryDelaysMs = raw.RETRY_DELAYS.split(',').map((s) => parseDuration(s));
+  } catch (e) {
+    throw new ConfigError(`RETRY_DELAYS: ${(e as Error).message}`);
+  }
+  if (retryDelaysMs.some((d) => d <= 0 || d > 6 * 3_600_000)) throw new ConfigError('RETRY_DELAYS: each delay must be > 0 and at most 6h');
+  if (retryDelaysMs.length < raw.MAX_ATTEMPTS - 1) {
+    throw new ConfigError(`RETRY_DELAYS: ${raw.MAX_ATTEMPTS} attempts need ${raw.MAX_ATTEMPTS - 1} delays`);
+  }
+  const dev = raw.APP_ENV !== 'production';
+  const cfg: Config = {
+    ...raw,
+    masterKey: loadMasterKey(raw.MASTER_KEY, raw.APP_ENV, raw.STACK_DIR),
+    publicUrl: (raw.PUBLIC_URL ?? `http://${raw.HOST.includes(':') ? `[${raw.HOST}]` : raw.HOST}:${raw.PORT}`).replace(/\/$/, ''),
+    external,
+    OUTBOUND_ALLOW_CIDRS: raw.OUTBOUND_ALLOW_CIDRS ?? (dev && raw.APP_ENV === 'development' ? ['127.0.0.0/8', '::1/128'] : []),
+    DEV_MAIL_SINK: raw.DEV_MAIL_SINK ?? (raw.APP_ENV === 'development' && !raw.SMTP_URL),
+    DEV_BOOTSTRAP: raw.DEV_BOOTSTRAP ?? raw.APP_ENV === 'development',
+    retryDelaysMs,
+  };
+  return Object.freeze(cfg);
+}
+
+/** The configuration as it may be printed or logged: secret-bearing keys redacted. */
+export function redactedConfig(cfg: Config): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(cfg).map(([k, v]) => [k, SECRET_KEYS.has(k) && v ? '[redacted]' : v]),
+  );
+}

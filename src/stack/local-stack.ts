@@ -1,0 +1,460 @@
+// The local stack: a PostgreSQL cluster of the project's own, a KRaft Kafka broker and Kafka
+// Connect (distributed) with the Debezium connector as a plugin, all from the machine's binaries
+// and Maven Central jars, all state under STACK_DIR, all ports on loopback.
+//
+// Processes are started detached with their pid recorded in STACK_DIR/run, so `up` is idempotent
+// (a part whose pid is alive and healthy is reused) and `down` stops exactly what `up` started.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, chownSync, statSync } from 'node:fs';
+import path from 'node:path';
+import net from 'node:net';
+import type { Config } from '../config.js';
+import { repoRoot } from '../config.js';
+
+export type PartName = 'postgres' | 'kafka' | 'connect';
+export interface PartStatus {
+  name: PartName;
+  port: number;
+  pid: number | null;
+  healthy: boolean;
+  detail: string;
+}
+
+export interface StackEndpoints {
+  databaseUrl: string;
+  adminDatabaseUrl: string;
+  kafkaBrokers: string[];
+  connectUrl: string;
+}
+
+type Log = (line: string) => void;
+
+export function localEndpoints(cfg: Config): StackEndpoints {
+  return {
+    databaseUrl: `postgres://postgres@127.0.0.1:${cfg.STACK_PG_PORT}/integrations`,
+    adminDatabaseUrl: `postgres://postgres@127.0.0.1:${cfg.STACK_PG_PORT}/postgres`,
+    kafkaBrokers: [`127.0.0.1:${cfg.STACK_KAFKA_PORT}`],
+    connectUrl: `http://127.0.0.1:${cfg.STACK_CONNECT_PORT}`,
+  };
+}
+
+const dirs = (cfg: Config) => ({
+  root: cfg.STACK_DIR,
+  run: path.join(cfg.STACK_DIR, 'run'),
+  logs: path.join(cfg.STACK_DIR, 'logs'),
+  pgdata: path.join(cfg.STACK_DIR, 'pg', 'data'),
+  pgsock: path.join(cfg.STACK_DIR, 'pg', 'sock'),
+  lib: path.join(cfg.STACK_DIR, 'lib'),
+  plugins: path.join(cfg.STACK_DIR, 'plugins'),
+  kafkaData: path.join(cfg.STACK_DIR, 'kafka', 'data'),
+  kafkaConf: path.join(cfg.STACK_DIR, 'kafka', 'server.properties'),
+  connectConf: path.join(cfg.STACK_DIR, 'connect', 'connect-distributed.properties'),
+  connectOffsets: path.join(cfg.STACK_DIR, 'connect'),
+  log4j: path.join(cfg.STACK_DIR, 'log4j.properties'),
+});
+
+// ---------- process helpers ----------
+
+function pidFile(cfg: Config, part: PartName) {
+  return path.join(dirs(cfg).run, `${part}.pid`);
+}
+
+function readPid(cfg: Config, part: PartName): number | null {
+  const f = pidFile(cfg, part);
+  if (!existsSync(f)) return null;
+  const pid = Number(readFileSync(f, 'utf8').trim());
+  return Number.isInteger(pid) && pid > 0 && alive(pid) ? pid : null;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function portOpen(port: number, host = '127.0.0.1', timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ port, host });
+    const done = (ok: boolean) => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.setTimeout(timeoutMs, () => done(false));
+    s.once('connect', () => done(true));
+    s.once('error', () => done(false));
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, logFile?: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await sleep(300);
+  }
+  const tail = logFile && existsSync(logFile) ? '\n--- last lines of ' + logFile + ' ---\n' + readFileSync(logFile, 'utf8').split('\n').slice(-25).join('\n') : '';
+  throw new Error(`${what} did not become ready within ${Math.round(timeoutMs / 1000)}s${tail}`);
+}
+
+function which(cmd: string): string | null {
+  const r = spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : null;
+}
+
+// ---------- PostgreSQL ----------
+
+function pgBinDir(log: Log): string {
+  const find = () => {
+    const base = '/usr/lib/postgresql';
+    if (!existsSync(base)) return null;
+    const versions = readdirSync(base)
+      .filter((v) => existsSync(path.join(base, v, 'bin', 'postgres')))
+      .sort((a, b) => Number(b) - Number(a));
+    return versions.length ? path.join(base, versions[0], 'bin') : null;
+  };
+  let bin = find();
+  if (bin) return bin;
+  if (process.getuid?.() === 0 && which('apt-get')) {
+    log('PostgreSQL server binaries not found: installing them with apt-get (postgresql)…');
+    execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
+    execFileSync('apt-get', ['install', '-y', '-qq', 'postgresql'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    bin = find();
+    if (bin) return bin;
+  }
+  throw new Error('PostgreSQL server binaries were not found under /usr/lib/postgresql/*/bin. Install them (apt-get install postgresql) or set DATABASE_URL, KAFKA_BROKERS and KAFKA_CONNECT_URL to use an external stack.');
+}
+
+/** Postgres refuses to run as root; when we are root, run its binaries as the `postgres` user. */
+function pgRunner(): { prefix: string[]; user: string | null } {
+  if (process.getuid?.() !== 0) return { prefix: [], user: null };
+  const r = spawnSync('id', ['-u', 'postgres']);
+  if (r.status !== 0) {
+    execFileSync('useradd', ['--system', '--home', '/var/lib/postgresql', '--shell', '/bin/bash', 'postgres']);
+  }
+  return { prefix: ['runuser', '-u', 'postgres', '--'], user: 'postgres' };
+}
+
+function chownTree(p: string, user: string) {
+  execFileSync('chown', ['-R', `${user}:`, p]);
+}
+
+async function pgUp(cfg: Config, log: Log): Promise<void> {
+  const d = dirs(cfg);
+  const port = cfg.STACK_PG_PORT;
+  if (readPid(cfg, 'postgres') && (await pgReady(cfg))) return log(`postgres: already running on 127.0.0.1:${port}`);
+  if (await portOpen(port)) throw new Error(`port ${port} is taken by another process; set STACK_PG_PORT to a free port`);
+  const bin = pgBinDir(log);
+  const run = pgRunner();
+  mkdirSync(path.dirname(d.pgdata), { recursive: true });
+  mkdirSync(d.pgsock, { recursive: true });
+  mkdirSync(d.logs, { recursive: true });
+  if (run.user) {
+    chownTree(path.dirname(d.pgdata), run.user);
+  }
+  if (!existsSync(path.join(d.pgdata, 'PG_VERSION'))) {
+    log('postgres: initdb (first start)…');
+    const initdb = [...run.prefix, path.join(bin, 'initdb'), '-D', d.pgdata, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8'];
+    execFileSync(initdb[0], initdb.slice(1), { stdio: 'ignore' });
+    const conf = [
+      `port = ${port}`,
+      `listen_addresses = '127.0.0.1'`,
+      `unix_socket_directories = '${d.pgsock}'`,
+      'wal_level = logical',
+      'max_replication_slots = 64',
+      'max_wal_senders = 64',
+      'max_connections = 400',
+      'shared_buffers = 256MB',
+      // idle slots of deleted test databases must never pin WAL forever on a dev machine
+      'max_slot_wal_keep_size = 2GB',
+      'wal_sender_timeout = 0',
+    ].join('\n');
+    writeFileSync(path.join(d.pgdata, 'postgresql.auto.conf'), conf + '\n');
+    writeFileSync(
+      path.join(d.pgdata, 'pg_hba.conf'),
+      ['local all all trust', 'host all all 127.0.0.1/32 trust', 'host all all ::1/128 trust', 'local replication all trust', 'host replication all 127.0.0.1/32 trust'].join('\n') + '\n',
+    );
+    if (run.user) chownTree(d.pgdata, run.user);
+  }
+  const logFile = path.join(d.logs, 'postgres.log');
+  const fd = openSync(logFile, 'a');
+  if (run.user) chownSync(logFile, Number(execFileSync('id', ['-u', run.user]).toString().trim()), statSync(logFile).gid);
+  const argv = [...run.prefix, path.join(bin, 'postgres'), '-D', d.pgdata];
+  const child = spawn(argv[0], argv.slice(1), { detached: true, stdio: ['ignore', fd, fd] });
+  child.unref();
+  writeFileSync(pidFile(cfg, 'postgres'), String(child.pid));
+  await waitFor('postgres', () => pgReady(cfg), 30_000, logFile);
+  // runuser's pid is not postgres's: record the postmaster pid for status/down.
+  const pmPid = Number(readFileSync(path.join(d.pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  writeFileSync(pidFile(cfg, 'postgres'), String(pmPid));
+  await ensureControlDb(cfg);
+  log(`postgres: ready on 127.0.0.1:${port} (pid ${pmPid})`);
+}
+
+async function pgReady(cfg: Config): Promise<boolean> {
+  if (!(await portOpen(cfg.STACK_PG_PORT))) return false;
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: localEndpoints(cfg).adminDatabaseUrl, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+async function ensureControlDb(cfg: Config) {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: localEndpoints(cfg).adminDatabaseUrl });
+  await client.connect();
+  try {
+    const r = await client.query("select 1 from pg_database where datname = 'integrations'");
+    if (r.rowCount === 0) await client.query('create database integrations');
+  } finally {
+    await client.end();
+  }
+}
+
+// ---------- Kafka ----------
+
+function requireJava(): string {
+  const java = process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin', 'java') : which('java');
+  if (!java || !existsSync(java)) {
+    throw new Error('`java` was not found. The local Kafka and Kafka Connect need a JDK 17: apt-get install openjdk-17-jdk-headless (or set JAVA_HOME). With Docker, use docker-compose.yml instead.');
+  }
+  return java;
+}
+
+/** Fetches the broker, Connect and Debezium jars from Maven Central via connectors/pom.xml (once). */
+export function ensureJars(cfg: Config, log: Log): void {
+  const d = dirs(cfg);
+  const marker = path.join(d.root, 'jars.ok');
+  const pom = path.join(repoRoot, 'connectors', 'pom.xml');
+  const pomStamp = readFileSync(pom, 'utf8');
+  if (existsSync(marker) && readFileSync(marker, 'utf8') === pomStamp && existsSync(d.lib) && existsSync(d.plugins)) return;
+  const mvn = which('mvn');
+  if (!mvn) {
+    throw new Error('`mvn` (Apache Maven) was not found; it fetches Kafka, Kafka Connect and Debezium from Maven Central. Install it: apt-get install maven.');
+  }
+  requireJava();
+  log('fetching Kafka, Kafka Connect and Debezium jars from Maven Central (first start only)…');
+  rmSync(d.lib, { recursive: true, force: true });
+  rmSync(d.plugins, { recursive: true, force: true });
+  execFileSync(mvn, ['-q', '-B', '-f', pom, 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${d.lib}`], { stdio: 'inherit' });
+  execFileSync(mvn, ['-q', '-B', '-f', pom, 'dependency:unpack@debezium', `-Dstate.dir=${d.root}`], { stdio: 'inherit' });
+  writeFileSync(marker, pomStamp);
+}
+
+function writeLog4j(cfg: Config) {
+  const d = dirs(cfg);
+  writeFileSync(
+    d.log4j,
+    [
+      'log4j.rootLogger=INFO, stdout',
+      'log4j.appender.stdout=org.apache.log4j.ConsoleAppender',
+      'log4j.appender.stdout.layout=org.apache.log4j.PatternLayout',
+      'log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n',
+      'log4j.logger.org.apache.kafka=WARN',
+      'log4j.logger.kafka=WARN',
+      'log4j.logger.org.apache.kafka.connect.runtime.rest=WARN',
+      'log4j.logger.io.debezium=INFO',
+      'log4j.logger.org.reflections=ERROR',
+    ].join('\n') + '\n',
+  );
+}
+
+const jvmFlags = (heap: string) => [`-Xms${heap === '512m' ? '256m' : heap}`, `-Xmx${heap}`, '-XX:+UseSerialGC', '-Djava.awt.headless=true'];
+
+function spawnJava(cfg: Config, part: PartName, heap: string, mainClass: string, args: string[]): number {
+  const d = dirs(cfg);
+  const java = requireJava();
+  mkdirSync(d.logs, { recursive: true });
+  const logFile = path.join(d.logs, `${part}.log`);
+  const fd = openSync(logFile, 'a');
+  const child = spawn(java, [...jvmFlags(heap), `-Dlog4j.configuration=file:${d.log4j}`, '-cp', `${d.lib}/*`, mainClass, ...args], {
+    detached: true,
+    stdio: ['ignore', fd, fd],
+  });
+  child.unref();
+  writeFileSync(pidFile(cfg, part), String(child.pid));
+  return child.pid!;
+}
+
+async function kafkaUp(cfg: Config, log: Log): Promise<void> {
+  const d = dirs(cfg);
+  const port = cfg.STACK_KAFKA_PORT;
+  if (readPid(cfg, 'kafka') && (await kafkaReady(cfg))) return log(`kafka: already running on 127.0.0.1:${port}`);
+  if (await portOpen(port)) throw new Error(`port ${port} is taken by another process; set STACK_KAFKA_PORT to a free port`);
+  mkdirSync(d.kafkaData, { recursive: true });
+  const props = [
+    'process.roles=broker,controller',
+    'node.id=1',
+    `controller.quorum.voters=1@127.0.0.1:${cfg.STACK_KAFKA_CONTROLLER_PORT}`,
+    `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${cfg.STACK_KAFKA_CONTROLLER_PORT}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+    'controller.listener.names=CONTROLLER',
+    'inter.broker.listener.name=PLAINTEXT',
+    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+    `log.dirs=${d.kafkaData}`,
+    'num.partitions=1',
+    'offsets.topic.replication.factor=1',
+    'offsets.topic.num.partitions=1',
+    'transaction.state.log.replication.factor=1',
+    'transaction.state.log.min.isr=1',
+    'group.initial.rebalance.delay.ms=0',
+    'auto.create.topics.enable=true',
+    // webhook payloads carry rows up to 1 MB (record and old_record): leave room above that
+    'message.max.bytes=8388608',
+    'replica.fetch.max.bytes=8388608',
+    'log.retention.hours=168',
+    'delete.topic.enable=true',
+  ].join('\n');
+  writeFileSync(d.kafkaConf, props + '\n');
+  writeLog4j(cfg);
+  const idFile = path.join(d.root, 'kafka', 'cluster.id');
+  if (!existsSync(path.join(d.kafkaData, 'meta.properties'))) {
+    const clusterId = randomBytes(16).toString('base64url').slice(0, 22);
+    writeFileSync(idFile, clusterId);
+    execFileSync(requireJava(), ['-Xmx256m', `-Dlog4j.configuration=file:${d.log4j}`, '-cp', `${d.lib}/*`, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', d.kafkaConf, '--ignore-formatted'], { stdio: 'ignore' });
+  }
+  const pid = spawnJava(cfg, 'kafka', cfg.STACK_KAFKA_HEAP, 'kafka.Kafka', [d.kafkaConf]);
+  await waitFor('kafka', () => kafkaReady(cfg), 90_000, path.join(d.logs, 'kafka.log'));
+  log(`kafka: ready on 127.0.0.1:${port} (pid ${pid})`);
+}
+
+/** The broker is ready when it answers a metadata request. */
+export async function kafkaReady(cfg: Config, brokers = localEndpoints(cfg).kafkaBrokers): Promise<boolean> {
+  const [host, p] = brokers[0].split(':');
+  if (!(await portOpen(Number(p), host))) return false;
+  const { Kafka, logLevel } = await import('kafkajs');
+  const admin = new Kafka({ brokers, clientId: 'stack-probe', logLevel: logLevel.NOTHING, retry: { retries: 0 }, connectionTimeout: 2000 }).admin();
+  try {
+    await admin.connect();
+    await admin.fetchTopicMetadata({ topics: [] });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}
+
+// ---------- Kafka Connect ----------
+
+async function connectUp(cfg: Config, log: Log): Promise<void> {
+  const d = dirs(cfg);
+  const port = cfg.STACK_CONNECT_PORT;
+  if (readPid(cfg, 'connect') && (await connectReady(localEndpoints(cfg).connectUrl))) return log(`connect: already running on 127.0.0.1:${port}`);
+  if (await portOpen(port)) throw new Error(`port ${port} is taken by another process; set STACK_CONNECT_PORT to a free port`);
+  mkdirSync(path.dirname(d.connectConf), { recursive: true });
+  const props = [
+    `bootstrap.servers=127.0.0.1:${cfg.STACK_KAFKA_PORT}`,
+    'group.id=integrations-connect',
+    'config.storage.topic=_connect-configs',
+    'offset.storage.topic=_connect-offsets',
+    'status.storage.topic=_connect-status',
+    'config.storage.replication.factor=1',
+    'offset.storage.replication.factor=1',
+    'status.storage.replication.factor=1',
+    'offset.storage.partitions=1',
+    'status.storage.partitions=1',
+    'key.converter=org.apache.kafka.connect.storage.StringConverter',
+    'value.converter=org.apache.kafka.connect.storage.StringConverter',
+    `listeners=http://127.0.0.1:${port}`,
+    `rest.advertised.host.name=127.0.0.1`,
+    `rest.advertised.port=${port}`,
+    `plugin.path=${d.plugins}`,
+    'plugin.discovery=service_load',
+    // fewer re-sent change events after a crash of Connect
+    'offset.flush.interval.ms=1000',
+    'scheduled.rebalance.max.delay.ms=0',
+    'producer.max.request.size=8388608',
+    'producer.linger.ms=2',
+    'producer.compression.type=lz4',
+    'connector.client.config.override.policy=All',
+  ].join('\n');
+  writeFileSync(d.connectConf, props + '\n');
+  writeLog4j(cfg);
+  const pid = spawnJava(cfg, 'connect', cfg.STACK_CONNECT_HEAP, 'org.apache.kafka.connect.cli.ConnectDistributed', [d.connectConf]);
+  await waitFor('kafka connect', () => connectReady(localEndpoints(cfg).connectUrl), 120_000, path.join(d.logs, 'connect.log'));
+  log(`connect: ready on 127.0.0.1:${port} (pid ${pid})`);
+}
+
+/** Connect is ready when GET /health answers 200 (Kafka 3.9+). */
+export async function connectReady(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+// ---------- commands ----------
+
+export async function stackUp(cfg: Config, log: Log = console.log): Promise<StackEndpoints> {
+  mkdirSync(dirs(cfg).run, { recursive: true });
+  requireJava();
+  ensureJars(cfg, log);
+  // Postgres and the broker start side by side; Connect needs the broker.
+  await Promise.all([pgUp(cfg, log), kafkaUp(cfg, log)]);
+  await connectUp(cfg, log);
+  return localEndpoints(cfg);
+}
+
+export async function stackStatus(cfg: Config): Promise<PartStatus[]> {
+  const e = localEndpoints(cfg);
+  const pg = readPid(cfg, 'postgres');
+  const kafka = readPid(cfg, 'kafka');
+  const connect = readPid(cfg, 'connect');
+  const [pgOk, kOk, cOk] = await Promise.all([pg ? pgReady(cfg) : false, kafka ? kafkaReady(cfg) : false, connect ? connectReady(e.connectUrl) : false]);
+  const describe = (pid: number | null, ok: boolean) => (pid ? (ok ? 'healthy' : 'running, not ready') : 'stopped');
+  return [
+    { name: 'postgres', port: cfg.STACK_PG_PORT, pid: pg, healthy: pgOk, detail: describe(pg, pgOk) },
+    { name: 'kafka', port: cfg.STACK_KAFKA_PORT, pid: kafka, healthy: kOk, detail: describe(kafka, kOk) },
+    { name: 'connect', port: cfg.STACK_CONNECT_PORT, pid: connect, healthy: cOk, detail: describe(connect, cOk) },
+  ];
+}
+
+async function stopPid(pid: number, name: string, log: Log, graceMs: number) {
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline && alive(pid)) await sleep(200);
+  if (alive(pid)) {
+    log(`${name}: did not stop within ${graceMs / 1000}s, killing`);
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {}
+    while (alive(pid)) await sleep(100);
+  }
+}
+
+export async function stackDown(cfg: Config, log: Log = console.log): Promise<void> {
+  // Reverse order: Connect first (it commits its offsets to the broker), then the broker, then Postgres.
+  for (const part of ['connect', 'kafka', 'postgres'] as PartName[]) {
+    const pid = readPid(cfg, part);
+    if (pid) {
+      await stopPid(pid, part, log, part === 'postgres' ? 20_000 : 30_000);
+      log(`${part}: stopped (pid ${pid})`);
+    }
+    rmSync(pidFile(cfg, part), { force: true });
+  }
+}
+
+export async function stackReset(cfg: Config, log: Log = console.log): Promise<void> {
+  await stackDown(cfg, log);
+  const d = dirs(cfg);
+  for (const p of [path.join(d.root, 'pg'), path.join(d.root, 'kafka'), path.join(d.root, 'connect'), d.logs, d.run]) rmSync(p, { recursive: true, force: true });
+  log(`state wiped under ${d.root} (downloaded jars kept)`);
+}
