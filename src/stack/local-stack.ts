@@ -377,7 +377,6 @@ async function connectUp(cfg: Config, log: Log): Promise<void> {
     'scheduled.rebalance.max.delay.ms=0',
     'producer.max.request.size=8388608',
     'producer.linger.ms=2',
-    'producer.compression.type=lz4',
     'connector.client.config.override.policy=All',
   ].join('\n');
   writeFileSync(d.connectConf, props + '\n');

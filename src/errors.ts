@@ -1,0 +1,83 @@
+// The error catalogue: every client-visible error has a stable snake_case code, an HTTP status and
+// a default message. The README's error table is checked against this list by a unit test, so add
+// a row there when you add one here. Internal errors never reach a client: they become a bare 500
+// `internal_error` and are logged once with the request id.
+
+export const catalogue = {
+  // generic request problems
+  validation_failed: [400, 'The request is not valid.'],
+  invalid_json: [400, 'The request body is not valid JSON.'],
+  payload_too_large: [413, 'The request body is too large.'],
+  unsupported_media_type: [415, 'Send the body as application/json.'],
+  not_found: [404, 'Not found.'],
+  method_not_allowed: [405, 'Method not allowed.'],
+  rate_limited: [429, 'Too many requests.'],
+  internal_error: [500, 'Something went wrong on our side; it has been logged.'],
+  service_unavailable: [503, 'A dependency is unavailable.'],
+
+  // authentication and authorization (Management API)
+  unauthorized: [401, 'A valid owner token is required (Authorization: Bearer <token>).'],
+  project_not_found: [404, 'No such project, or it is not yours.'],
+  feature_not_in_plan: [402, "The project's plan does not include this feature."],
+  invalid_api_key: [401, 'A valid project API key is required.'],
+
+  // projects and resources
+  project_exists: [409, 'A project with that ref already exists.'],
+  webhook_not_found: [404, 'No such webhook.'],
+  table_not_found: [400, 'The table does not exist in the project database.'],
+  url_not_allowed: [400, 'The URL points at a private, loopback, link-local or metadata address.'],
+  invalid_url: [400, 'The URL is not a valid http(s) URL.'],
+  reserved_header: [400, 'The headers webhook-id, webhook-timestamp and webhook-signature are set by the service.'],
+  secret_not_found: [404, 'No such secret.'],
+  smtp_not_configured: [404, 'No SMTP settings are configured for this project.'],
+  delivery_not_found: [404, 'No such delivery.'],
+  delivery_not_retryable: [409, 'Only failed or dead deliveries can be retried.'],
+  outbox_unavailable: [503, 'The outbox could not be enabled; try again.'],
+
+  // SSO management
+  sso_provider_not_found: [404, 'No enabled SSO provider matches.'],
+  sso_domain_taken: [409, 'A domain is already bound to another provider of this project.'],
+  oidc_discovery_failed: [400, 'OIDC discovery failed for the issuer.'],
+  oidc_issuer_mismatch: [400, 'The discovered issuer differs from the given issuer.'],
+  saml_metadata_invalid: [400, 'The SAML metadata could not be read.'],
+  saml_metadata_no_signing_cert: [400, 'The SAML metadata contains no signing certificate.'],
+  user_not_found: [404, 'No such user.'],
+  user_exists: [409, 'A user with that email already exists.'],
+
+  // SSO sign-in (JSON on API calls, ?error= on redirects)
+  bad_code_verifier: [400, 'The code verifier does not match the code challenge.'],
+  flow_state_not_found: [404, 'The sign-in code is invalid, used or expired.'],
+  flow_state_expired: [400, 'The sign-in attempt expired; start again.'],
+  invalid_credentials: [400, 'Invalid credentials.'],
+  refresh_token_not_found: [400, 'Invalid refresh token.'],
+  refresh_token_already_used: [400, 'Invalid refresh token: already used.'],
+  session_not_found: [401, 'The session has ended.'],
+  bad_jwt: [401, 'The access token is invalid or expired.'],
+  invalid_redirect: [400, 'The redirect address is not allowed.'],
+  email_exists: [422, 'An account with that email exists and the linking rules did not allow linking.'],
+  email_domain_not_allowed: [403, "The identity provider returned an email outside the provider's domains."],
+  invalid_saml_response: [400, 'The SAML response did not validate.'],
+  signup_disabled: [403, 'Sign-ups are disabled for this provider or project.'],
+  user_banned: [403, 'The user is banned.'],
+  sso_failed: [400, 'Single sign-on failed.'],
+} as const satisfies Record<string, readonly [number, string]>;
+
+export type ErrorCode = keyof typeof catalogue;
+
+/** An error a client may see: status, stable code, message (never internal detail or secrets). */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly details?: unknown;
+  constructor(code: ErrorCode, message?: string, details?: unknown) {
+    super(message ?? catalogue[code][1]);
+    this.code = code;
+    this.status = catalogue[code][0];
+    this.details = details;
+  }
+  toJSON() {
+    return this.details === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;

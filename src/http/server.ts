@@ -1,0 +1,95 @@
+// The Fastify server: one error handler, request ids, redacted logs, OpenAPI from route schemas.
+// `buildServer` never listens, so tests can use inject() or listen on port 0 themselves.
+import Fastify, { type FastifyInstance, type FastifyError } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { ApiError, isApiError } from '../errors.js';
+
+export interface ServerOptions {
+  logger: Logger;
+  publicUrl: string;
+  bodyLimit?: number;
+}
+
+export async function buildServer(opts: ServerOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: opts.logger,
+    bodyLimit: opts.bodyLimit ?? 1_048_576,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
+    },
+    requestIdHeader: false,
+    disableRequestLogging: false,
+    trustProxy: true,
+    // Unknown body fields are refused (additionalProperties: false in every schema); coercion only
+    // for querystrings and params, never for bodies.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, useDefaults: true } },
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+
+  app.addHook('onSend', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Integrations service',
+        description: 'Management API (/v1/projects/{ref}/...), SSO sign-in endpoints (/auth/v1/...) and operations.',
+        version: '1.0.0',
+      },
+      servers: [{ url: opts.publicUrl }],
+      components: {
+        securitySchemes: {
+          ownerToken: { type: 'http', scheme: 'bearer', description: 'An owner token issued by `npm run admin -- issue-token`.' },
+          apiKey: { type: 'apiKey', in: 'header', name: 'apikey', description: "The project's anon key." },
+        },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  app.setNotFoundHandler((req, reply) => {
+    reply.code(404).send(new ApiError('not_found', `No route for ${req.method} ${req.url.split('?')[0]}.`).toJSON());
+  });
+
+  app.setErrorHandler((err: FastifyError | ApiError | Error, req, reply) => {
+    if (isApiError(err)) {
+      if (err.status >= 500) req.log.error({ err }, 'request failed');
+      return reply.code(err.status).send(err.toJSON());
+    }
+    const fe = err as FastifyError;
+    if (fe.validation) {
+      const where = fe.validationContext ?? 'request';
+      const detail = fe.validation[0];
+      const field = detail?.instancePath ? detail.instancePath.replace(/^\//, '').replace(/\//g, '.') : (detail?.params as { missingProperty?: string; additionalProperty?: string })?.missingProperty ?? (detail?.params as { additionalProperty?: string })?.additionalProperty;
+      const message = `${where}${field ? `.${field}` : ''} ${detail?.message ?? 'is not valid'}${(detail?.params as { additionalProperty?: string })?.additionalProperty ? ` (${(detail!.params as { additionalProperty: string }).additionalProperty})` : ''}`;
+      return reply.code(400).send(new ApiError('validation_failed', message).toJSON());
+    }
+    const status = fe.statusCode ?? 500;
+    if (status < 500) {
+      const code =
+        fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'unsupported_media_type'
+        : fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'payload_too_large'
+        : fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err instanceof SyntaxError ? 'invalid_json'
+        : status === 404 ? 'not_found'
+        : status === 405 ? 'method_not_allowed'
+        : status === 413 ? 'payload_too_large'
+        : status === 415 ? 'unsupported_media_type'
+        : status === 429 ? 'rate_limited'
+        : 'validation_failed';
+      const e = new ApiError(code);
+      return reply.code(e.status).send(e.toJSON());
+    }
+    // Internal: log the cause once, with the request id; the client sees no detail.
+    req.log.error({ err }, 'unhandled error');
+    return reply.code(500).send(new ApiError('internal_error').toJSON());
+  });
+
+  return app;
+}

@@ -1,0 +1,126 @@
+// Per-project Debezium connectors, rendered from connectors/outbox-connector.json and managed
+// through Kafka Connect's REST API. Slot and publication are created by us before the connector
+// (see enable.ts) and dropped after it, so nothing committed before the connector runs is missed
+// and nothing is left pinning WAL when a project goes away.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { repoRoot } from '../config.js';
+
+export interface ConnectorTarget {
+  ref: string;
+  databaseUrl: string;
+  /** host/port as seen from Kafka Connect (differs from ours under docker-compose) */
+  dbHost?: string;
+  dbPort?: number;
+  topic: string;
+}
+
+export const slotName = (ref: string, prefix: string) => `outbox_${prefix}_${ref}`.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 63);
+export const publicationName = slotName;
+export const connectorName = (ref: string, prefix: string) => `outbox.${prefix}.${ref}`;
+
+export function renderConnectorConfig(t: ConnectorTarget, prefix: string): Record<string, string> {
+  const u = new URL(t.databaseUrl);
+  const vars: Record<string, string> = {
+    DB_HOST: t.dbHost ?? u.hostname,
+    DB_PORT: String(t.dbPort ?? (u.port || 5432)),
+    DB_USER: decodeURIComponent(u.username || 'postgres'),
+    DB_PASSWORD: decodeURIComponent(u.password || ''),
+    DB_NAME: decodeURIComponent(u.pathname.replace(/^\//, '')),
+    CONNECTOR_NAME: connectorName(t.ref, prefix).replace(/[^a-zA-Z0-9_.-]/g, '_'),
+    SLOT_NAME: slotName(t.ref, prefix),
+    PUBLICATION_NAME: publicationName(t.ref, prefix),
+    TOPIC: t.topic,
+    PROJECT_REF: t.ref,
+  };
+  const template = JSON.parse(readFileSync(path.join(repoRoot, 'connectors', 'outbox-connector.json'), 'utf8')) as Record<string, string>;
+  return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, v.replace(/\$\{([A-Z_]+)\}/g, (_, name: string) => vars[name] ?? '')]));
+}
+
+export class ConnectClient {
+  constructor(private readonly baseUrl: string) {}
+
+  private async call(method: string, p: string, body?: unknown): Promise<{ status: number; json: any }> {
+    const res = await fetch(`${this.baseUrl}${p}`, {
+      method,
+      headers: body ? { 'content-type': 'application/json' } : undefined,
+      body: body ? JSON.stringify(body) : undefined,
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await res.text();
+    return { status: res.status, json: text ? safeJson(text) : null };
+  }
+
+  async health(): Promise<boolean> {
+    try {
+      return (await this.call('GET', '/health')).status === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  /** PUT the config (create or update); Connect answers 409 while it rebalances, so retry. */
+  async upsert(name: string, config: Record<string, string>): Promise<void> {
+    for (let i = 0; ; i++) {
+      const r = await this.call('PUT', `/connectors/${encodeURIComponent(name)}/config`, config);
+      if (r.status === 200 || r.status === 201) return;
+      if (r.status === 409 && i < 30) {
+        await sleep(500);
+        continue;
+      }
+      // Connect's error messages can quote the config: never pass them on verbatim with a password.
+      throw new Error(`registering connector ${name} failed with HTTP ${r.status}: ${redact(JSON.stringify(r.json), config['database.password'])}`);
+    }
+  }
+
+  async status(name: string): Promise<{ connector: string; tasks: { state: string; trace?: string }[] } | null> {
+    const r = await this.call('GET', `/connectors/${encodeURIComponent(name)}/status`);
+    if (r.status === 404) return null;
+    return { connector: r.json?.connector?.state ?? 'UNKNOWN', tasks: (r.json?.tasks ?? []).map((t: any) => ({ state: t.state, trace: t.trace })) };
+  }
+
+  async waitRunning(name: string, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = 'unknown';
+    while (Date.now() < deadline) {
+      const s = await this.status(name).catch(() => null);
+      if (s) {
+        last = `${s.connector} / ${s.tasks.map((t) => t.state).join(',') || 'no tasks'}`;
+        if (s.connector === 'RUNNING' && s.tasks.length > 0 && s.tasks.every((t) => t.state === 'RUNNING')) return;
+        const failed = s.tasks.find((t) => t.state === 'FAILED');
+        if (failed) throw new Error(`connector ${name} task failed: ${(failed.trace ?? '').split('\n')[0]}`);
+      }
+      await sleep(250);
+    }
+    throw new Error(`connector ${name} not running after ${timeoutMs / 1000}s (last: ${last})`);
+  }
+
+  async list(): Promise<string[]> {
+    const r = await this.call('GET', '/connectors');
+    return Array.isArray(r.json) ? r.json : [];
+  }
+
+  async remove(name: string): Promise<void> {
+    for (let i = 0; ; i++) {
+      const r = await this.call('DELETE', `/connectors/${encodeURIComponent(name)}`);
+      if (r.status === 204 || r.status === 404) return;
+      if (r.status === 409 && i < 30) {
+        await sleep(500);
+        continue;
+      }
+      throw new Error(`deleting connector ${name} failed with HTTP ${r.status}`);
+    }
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+function redact(text: string, secret?: string) {
+  return secret ? text.split(secret).join('[redacted]') : text;
+}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,90 @@
+// Enabling a project's outbox: install schema `base` in its database, create the publication and
+// the replication slot, then register its Debezium connector. Every step is idempotent, so this
+// runs on every webhook creation / SMTP configuration / explicit request without harm.
+//
+// The slot is created here, synchronously, before anything can enqueue: a logical slot only
+// retains changes made after it exists, so creating it before returning is what makes "a committed
+// message is never lost" true from the very first message.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { ConnectClient, connectorName, publicationName, renderConnectorConfig, slotName } from './connector.js';
+
+const baseSchemaSql = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), 'sql', 'base-schema.sql'), 'utf8');
+
+export interface OutboxEnv {
+  connect: ConnectClient;
+  topicPrefix: string;
+  outboxTopic: string;
+  debeziumDbHost?: string;
+  debeziumDbPort?: number;
+}
+
+async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: url, application_name: 'integrations-outbox-install' });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end().catch(() => {});
+  }
+}
+
+export async function installBaseSchema(databaseUrl: string): Promise<void> {
+  await withClient(databaseUrl, async (c) => {
+    await c.query('begin');
+    try {
+      await c.query('select pg_advisory_xact_lock(hashtext($1))', ['base-schema-install']);
+      await c.query(baseSchemaSql);
+      await c.query('commit');
+    } catch (e) {
+      await c.query('rollback').catch(() => {});
+      throw e;
+    }
+  });
+}
+
+export async function enableOutbox(env: OutboxEnv, ref: string, databaseUrl: string): Promise<string> {
+  await installBaseSchema(databaseUrl);
+  const slot = slotName(ref, env.topicPrefix);
+  const publication = publicationName(ref, env.topicPrefix);
+  await withClient(databaseUrl, async (c) => {
+    const pub = await c.query('select 1 from pg_publication where pubname = $1', [publication]);
+    // Only inserts matter: the Outbox Event Router ignores the deletes that keep the table empty.
+    if (pub.rowCount === 0) await c.query(`create publication ${pg.escapeIdentifier(publication)} for table base.outbox with (publish = 'insert')`).catch(ignoreDuplicate);
+    const s = await c.query('select 1 from pg_replication_slots where slot_name = $1', [slot]);
+    if (s.rowCount === 0) await c.query(`select pg_create_logical_replication_slot($1, 'pgoutput')`, [slot]).catch(ignoreDuplicate);
+  });
+  const name = connectorName(ref, env.topicPrefix);
+  const config = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic }, env.topicPrefix);
+  await env.connect.upsert(name, config);
+  await env.connect.waitRunning(name);
+  return name;
+}
+
+/** Removes the connector, then its slot and publication (a leftover slot pins WAL forever). */
+export async function disableOutbox(env: OutboxEnv, ref: string, databaseUrl: string): Promise<void> {
+  await env.connect.remove(connectorName(ref, env.topicPrefix));
+  const slot = slotName(ref, env.topicPrefix);
+  await withClient(databaseUrl, async (c) => {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const r = await c.query('select active_pid from pg_replication_slots where slot_name = $1', [slot]);
+      if (r.rowCount === 0) break;
+      const pid = r.rows[0].active_pid as number | null;
+      if (pid === null) {
+        await c.query('select pg_drop_replication_slot($1)', [slot]);
+        break;
+      }
+      // The connector's task may take a moment to let go; after a grace period, end its backend.
+      if (Date.now() > deadline) await c.query('select pg_terminate_backend($1)', [pid]);
+      await new Promise((r2) => setTimeout(r2, 200));
+    }
+    await c.query(`drop publication if exists ${pg.escapeIdentifier(publicationName(ref, env.topicPrefix))}`);
+  });
+}
+
+function ignoreDuplicate(e: { code?: string }) {
+  if (e.code !== '42710') throw e; // duplicate_object: a concurrent enable got there first
+}

@@ -1,0 +1,178 @@
+-- Installed into a project's database when its outbox is enabled (src/outbox/enable.ts).
+-- Idempotent: every statement may run again on an installed database. Runs in one transaction
+-- under an advisory lock, as the database owner.
+--
+-- base.outbox is always empty: each enqueue inserts and deletes its row in the caller's
+-- transaction. Debezium reads the insert from the WAL after commit; a rollback leaves nothing in
+-- the WAL to read, so nothing is sent.
+
+create extension if not exists pgcrypto;
+create schema if not exists base;
+revoke all on schema base from public;
+
+do $$
+begin
+  if not exists (select 1 from pg_roles where rolname = 'base_callback') then
+    create role base_callback nologin;
+  end if;
+  if not exists (select 1 from pg_roles where rolname = 'anon') then
+    create role anon nologin;
+  end if;
+  if not exists (select 1 from pg_roles where rolname = 'authenticated') then
+    create role authenticated nologin;
+  end if;
+end $$;
+
+create table if not exists base.outbox (
+  id uuid primary key,
+  aggregatetype text not null default 'message',
+  aggregateid text not null,
+  type text not null check (type in ('webhook', 'http', 'email')),
+  payload jsonb not null,
+  created_at timestamptz not null default clock_timestamp()
+);
+-- Debezium needs the old row identity only for deletes, which the Outbox Event Router ignores.
+alter table base.outbox replica identity default;
+revoke all on base.outbox from public;
+
+-- The one place a message is written. Not callable by API roles.
+create or replace function base._enqueue(kind text, body jsonb)
+returns uuid
+language plpgsql
+security definer
+set search_path = pg_catalog, base
+as $$
+declare
+  msg_id uuid := gen_random_uuid();
+begin
+  insert into base.outbox (id, aggregateid, type, payload)
+  values (msg_id, msg_id::text, kind,
+          body || jsonb_build_object('id', msg_id, 'kind', kind, 'created_at', to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')));
+  delete from base.outbox where id = msg_id;
+  return msg_id;
+end;
+$$;
+
+create or replace function base._check_callback(callback_function text)
+returns void
+language plpgsql
+immutable
+as $$
+begin
+  if callback_function is not null
+     and callback_function !~ '^[A-Za-z_][A-Za-z0-9_$]{0,62}\.[A-Za-z_][A-Za-z0-9_$]{0,62}$' then
+    raise exception 'callback_function must be schema.function (unquoted identifiers), got %', callback_function
+      using errcode = '22023';
+  end if;
+end;
+$$;
+
+create or replace function base.http_request(
+  method text,
+  url text,
+  headers jsonb default '{}'::jsonb,
+  body jsonb default null,
+  callback_function text default null,
+  timeout_ms integer default null
+)
+returns uuid
+language plpgsql
+security definer
+set search_path = pg_catalog, base
+as $$
+begin
+  if method is null or upper(method) not in ('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS') then
+    raise exception 'base.http_request: unknown HTTP method %', coalesce(method, 'NULL') using errcode = '22023';
+  end if;
+  if url is null or url !~* '^(https?://|\{\{secret:[A-Za-z_][A-Za-z0-9_]{0,63}\}\})' then
+    raise exception 'base.http_request: url must start with http:// or https:// (or a {{secret:NAME}} placeholder)' using errcode = '22023';
+  end if;
+  if headers is not null and jsonb_typeof(headers) <> 'object' then
+    raise exception 'base.http_request: headers must be a JSON object of strings' using errcode = '22023';
+  end if;
+  if headers is not null and exists (select 1 from jsonb_each(headers) h where jsonb_typeof(h.value) <> 'string') then
+    raise exception 'base.http_request: every header value must be a string' using errcode = '22023';
+  end if;
+  if timeout_ms is not null and (timeout_ms < 100 or timeout_ms > 60000) then
+    raise exception 'base.http_request: timeout_ms must be between 100 and 60000, got %', timeout_ms using errcode = '22023';
+  end if;
+  perform base._check_callback(callback_function);
+  return base._enqueue('http', jsonb_build_object(
+    'method', upper(method), 'url', url, 'headers', coalesce(headers, '{}'::jsonb), 'body', body,
+    'callback_function', callback_function, 'timeout_ms', timeout_ms));
+end;
+$$;
+
+create or replace function base.send_email(
+  recipient text,
+  subject text,
+  html text default null,
+  text_body text default null,
+  callback_function text default null
+)
+returns uuid
+language plpgsql
+security definer
+set search_path = pg_catalog, base
+as $$
+begin
+  -- deliberately simple syntax check: local@domain.tld, no spaces, one @
+  if recipient is null or recipient !~ '^[^@\s<>(),;:"]+@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+$' then
+    raise exception 'base.send_email: recipient % is not a valid email address', coalesce(quote_literal(recipient), 'NULL') using errcode = '22023';
+  end if;
+  if coalesce(subject, '') = '' and coalesce(html, '') = '' and coalesce(text_body, '') = '' then
+    raise exception 'base.send_email: an email needs a subject or a body' using errcode = '22023';
+  end if;
+  perform base._check_callback(callback_function);
+  return base._enqueue('email', jsonb_build_object(
+    'recipient', recipient, 'subject', coalesce(subject, ''), 'html', html, 'text', text_body,
+    'callback_function', callback_function));
+end;
+$$;
+
+-- Database webhooks: one trigger per webhook, TG_ARGV[0] is the webhook id. The URL, headers,
+-- timeout and signing secret are not copied here: the dispatcher reads them at send time.
+create or replace function base.webhook_trigger()
+returns trigger
+language plpgsql
+security definer
+set search_path = pg_catalog, base
+as $$
+declare
+  limit_bytes constant integer := 1048576;
+  rec jsonb := case when tg_op in ('INSERT', 'UPDATE') then to_jsonb(new) end;
+  old_rec jsonb := case when tg_op in ('UPDATE', 'DELETE') then to_jsonb(old) end;
+  truncated boolean := false;
+  dropped text[] := '{}';
+begin
+  -- A row over 1 MB keeps the columns whose JSON value is at most 1 KB and leaves out the rest.
+  if rec is not null and octet_length(rec::text) > limit_bytes then
+    select coalesce(jsonb_object_agg(key, value) filter (where octet_length(value::text) <= 1024), '{}'),
+           coalesce(array_agg(key) filter (where octet_length(value::text) > 1024), '{}')
+      into rec, dropped from jsonb_each(rec);
+    truncated := true;
+  end if;
+  if old_rec is not null and octet_length(old_rec::text) > limit_bytes then
+    select coalesce(jsonb_object_agg(key, value) filter (where octet_length(value::text) <= 1024), '{}'),
+           dropped || coalesce(array_agg(key) filter (where octet_length(value::text) > 1024), '{}')
+      into old_rec, dropped from jsonb_each(old_rec);
+    truncated := true;
+  end if;
+  perform base._enqueue('webhook', jsonb_build_object(
+    'webhook_id', tg_argv[0],
+    'payload', jsonb_build_object(
+      'type', tg_op,
+      'schema', tg_table_schema,
+      'table', tg_table_name,
+      'record', rec,
+      'old_record', old_rec,
+      'webhook_id', tg_argv[0],
+      'occurred_at', to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
+      || case when truncated then jsonb_build_object('truncated', true, 'truncated_columns', to_jsonb(array(select distinct unnest(dropped)))) else '{}'::jsonb end));
+  return null;
+end;
+$$;
+
+revoke all on all functions in schema base from public;
+revoke all on all functions in schema base from anon, authenticated, base_callback;
+-- base_callback only needs to resolve callback functions the project grants it; nothing in base.
