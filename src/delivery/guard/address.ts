@@ -15,9 +15,10 @@ export type AllowList = (ip: string) => boolean;
 
 type Addr = ipaddr.IPv4 | ipaddr.IPv6;
 
-// Cloud instance-metadata endpoints hand out credentials. Most already fall in a blocked range, but
-// naming them makes logs and refusals obvious; 168.63.129.16 (Azure wireserver) is public space and
-// would otherwise be allowed.
+// Cloud instance-metadata endpoints hand out credentials: AWS/GCP/Azure IMDS, AWS ECS task
+// credentials, Alibaba, Azure wireserver, AWS IMDS over IPv6. Most already fall in a blocked range,
+// but naming them makes refusals obvious in logs; 168.63.129.16 is public space and would otherwise
+// be allowed.
 const METADATA = new Set(['169.254.169.254', '169.254.170.2', '100.100.100.200', '168.63.129.16', 'fd00:ec2::254']);
 
 // IANA global unicast. ipaddr.js calls anything it has no name for 'unicast', including unassigned
@@ -64,8 +65,8 @@ export function makeAllowList(cidrs: string[]): AllowList {
 }
 
 // ipaddr.js reads the deprecated IPv4-compatible "::a.b.c.d" as IPv4-mapped "::ffff:a.b.c.d", and
-// inet_ntop (hence dns.lookup) prints ::7f00:1 in that form. Undone so that the address judged, and
-// matched against the allow-list, is the one a socket would actually reach.
+// inet_ntop prints an AAAA answer of ::7f00:1 in exactly that form. Undone so that the address
+// judged, and matched against the allow-list, is the one a socket would actually reach.
 const IPV4_COMPATIBLE_DOTTED = /^::\d+\.\d+\.\d+\.\d+(%.*)?$/;
 
 function parse(ip: string): Addr | undefined {
@@ -92,9 +93,6 @@ function classifyV6(addr: ipaddr.IPv6): AddressVerdict {
   const range = addr.range();
   const p = addr.parts;
   switch (range) {
-    case 'unspecified':
-    case 'loopback':
-      return { allowed: false, range };
     // The kernel (or a translator) delivers these to the embedded IPv4 host, so that host decides.
     case 'ipv4Mapped':
     case 'rfc6145':
@@ -105,11 +103,12 @@ function classifyV6(addr: ipaddr.IPv6): AddressVerdict {
     case '6to4':
       return embedded(range, p[1], p[2]);
     case 'unicast':
-      // Deprecated IPv4-compatible ::a.b.c.d still reaches a.b.c.d on some stacks.
+      // Deprecated IPv4-compatible ::a.b.c.d (:: and ::1 have their own names): older stacks
+      // tunnel it to a.b.c.d, so it is judged like the other embeddings.
       if (p.slice(0, 6).every((x) => x === 0)) return embedded('ipv4Compatible', p[6], p[7]);
       return addr.match(GLOBAL_UNICAST_V6) ? { allowed: true, range } : { allowed: false, range: 'reserved' };
     default:
-      // Teredo, ULA, link-local, multicast, documentation, benchmarking, ORCHID, ...
+      // Loopback, unspecified, Teredo, ULA, link-local, multicast, documentation, ORCHID, ...
       return { allowed: false, range };
   }
 }
