@@ -2,6 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
+    maxWorkers: 3,
     // Integration tests share one real stack (Postgres, Kafka, Connect) started once by the global
     // setup; every file works in databases and topics of its own, so files may run side by side.
     projects: [
@@ -21,7 +22,6 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 180_000,
           pool: 'forks',
-          poolOptions: { forks: { maxForks: 3, minForks: 1 } },
         },
       },
     ],

@@ -75,12 +75,12 @@ const schema = z.object({
   /** Multiplies every retry delay and the 24 h age limit; tests scale time down with it. */
   RETRY_TIME_SCALE: z.coerce.number().positive().max(1).default(1),
   MAX_ATTEMPTS: z.coerce.number().int().min(1).max(8).default(8),
-  MAX_MESSAGE_AGE: duration.default('24h'),
+  MAX_MESSAGE_AGE: duration.prefault('24h'),
   DISPATCH_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(256),
   WEBHOOK_TIMEOUT_DEFAULT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   /** CIDRs outbound requests may reach although private; empty in production. */
   OUTBOUND_ALLOW_CIDRS: csv.optional(),
-  SIGNING_SECRET_GRACE: duration.default('24h'),
+  SIGNING_SECRET_GRACE: duration.prefault('24h'),
   RESPONSE_BODY_LIMIT: z.coerce.number().int().min(0).max(65536).default(4096),
 
   // Email.
@@ -91,11 +91,11 @@ const schema = z.object({
   DEV_MAIL_SINK_PORT: port.default(1025),
 
   // Sessions (SSO).
-  ACCESS_TOKEN_TTL: duration.default('1h'),
-  REFRESH_TOKEN_TTL: duration.default('30d'),
-  SSO_FLOW_TTL: duration.default('10m'),
-  AUTH_CODE_TTL: duration.default('5m'),
-  SAML_CLOCK_SKEW: duration.default('120s'),
+  ACCESS_TOKEN_TTL: duration.prefault('1h'),
+  REFRESH_TOKEN_TTL: duration.prefault('30d'),
+  SSO_FLOW_TTL: duration.prefault('10m'),
+  AUTH_CODE_TTL: duration.prefault('5m'),
+  SAML_CLOCK_SKEW: duration.prefault('120s'),
 
   /** Creates a development project on first start with an empty control database. */
   DEV_BOOTSTRAP: bool.optional(),

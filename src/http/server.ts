@@ -1,6 +1,6 @@
 // The Fastify server: one error handler, request ids, redacted logs, OpenAPI from route schemas.
 // `buildServer` never listens, so tests can use inject() or listen on port 0 themselves.
-import Fastify, { type FastifyInstance, type FastifyError } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyError, type FastifyBaseLogger } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { randomUUID } from 'node:crypto';
@@ -15,7 +15,7 @@ export interface ServerOptions {
 
 export async function buildServer(opts: ServerOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: opts.logger,
+    loggerInstance: opts.logger as unknown as FastifyBaseLogger,
     bodyLimit: opts.bodyLimit ?? 1_048_576,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

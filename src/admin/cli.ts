@@ -1,0 +1,85 @@
+// Operator commands: npm run admin -- <command> [--flags]
+// Every command prints one JSON object as its last line, so scripts can read the result.
+import { parseArgs } from 'node:util';
+import { loadConfig, ConfigError } from '../config.js';
+import { closeContext, createContext, resolveEndpoints } from '../app.js';
+import { createLogger } from '../lib/logger.js';
+import { createProject, ensureOwner, issueOwnerToken, revokeOwnerToken, setPlan, projectUrl, type Plan } from '../management/projects.js';
+import type { AppContext } from '../context.js';
+
+const PLANS = ['free', 'pro', 'enterprise'];
+
+const usage = `usage: npm run admin -- <command>
+  create-project --ref <ref> --plan <free|pro|enterprise> [--owner <email>] [--database-url <url>]
+  issue-token --owner <email> [--name <name>]
+  revoke-token --token <token-or-id>
+  set-plan --ref <ref> --plan <plan>
+  list-projects`;
+
+type Handler = (ctx: AppContext, v: Record<string, string | undefined>) => Promise<unknown>;
+
+const commands: Record<string, Handler> = {
+  'create-project': async (ctx, v) => {
+    need(v, 'ref', 'plan');
+    if (!PLANS.includes(v.plan!)) throw new Error(`--plan must be one of ${PLANS.join(', ')}`);
+    const p = await createProject(ctx, { ref: v.ref!, plan: v.plan as Plan, ownerEmail: v.owner ?? `owner-${v.ref}@localhost`, databaseUrl: v['database-url'] });
+    const { token } = await issueOwnerToken(ctx, p.owner_id, `create-project ${v.ref}`);
+    return { ref: p.ref, owner_token: token, anon_key: p.anon_key, project_url: p.project_url, database_url: p.database_url };
+  },
+  'issue-token': async (ctx, v) => {
+    need(v, 'owner');
+    const owner = await ensureOwner(ctx, v.owner!);
+    const t = await issueOwnerToken(ctx, owner, v.name ?? 'cli');
+    return { owner: v.owner, token_id: t.id, owner_token: t.token };
+  },
+  'revoke-token': async (ctx, v) => {
+    need(v, 'token');
+    return { revoked: await revokeOwnerToken(ctx, v.token!) };
+  },
+  'set-plan': async (ctx, v) => {
+    need(v, 'ref', 'plan');
+    if (!PLANS.includes(v.plan!)) throw new Error(`--plan must be one of ${PLANS.join(', ')}`);
+    await setPlan(ctx, v.ref!, v.plan as Plan);
+    return { ref: v.ref, plan: v.plan };
+  },
+  'list-projects': async (ctx) => {
+    const r = await ctx.db.query(
+      'select j.ref, j.plan, o.email as owner, j.outbox_enabled_at is not null as outbox_enabled, j.created_at from projects j join owners o on o.id = j.owner_id order by j.created_at',
+    );
+    return { projects: r.rows.map((p) => ({ ...p, project_url: projectUrl(ctx, p.ref) })) };
+  },
+};
+
+function need(v: Record<string, string | undefined>, ...keys: string[]) {
+  const missing = keys.filter((k) => !v[k]);
+  if (missing.length) throw new Error(`missing ${missing.map((k) => `--${k}`).join(', ')}\n${usage}`);
+}
+
+export function registerAdminCommand(name: string, fn: Handler) {
+  commands[name] = fn;
+}
+
+async function main() {
+  const [cmd, ...rest] = process.argv.slice(2);
+  const handler = cmd ? commands[cmd] : undefined;
+  if (!handler) {
+    console.error(usage);
+    process.exit(2);
+  }
+  const { values } = parseArgs({ args: rest, strict: false, options: {} });
+  const v = Object.fromEntries(Object.entries(values).map(([k, x]) => [k, typeof x === 'string' ? x : undefined]));
+  const cfg = loadConfig();
+  const log = createLogger(process.env.LOG_LEVEL ?? 'warn');
+  const ctx = await createContext(cfg, log, await resolveEndpoints(cfg, log));
+  try {
+    const out = await handler(ctx, v);
+    console.log(JSON.stringify(out));
+  } finally {
+    await closeContext(ctx);
+  }
+}
+
+main().catch((e) => {
+  console.error(e instanceof ConfigError ? e.message : (e as Error).message);
+  process.exit(1);
+});

@@ -1,0 +1,26 @@
+// What every role needs, built once in main.ts and passed down. Modules take what they use from
+// it as arguments; nothing reaches for globals, so a test can build exactly the part it needs.
+import type { Kafka, Producer } from 'kafkajs';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { Pool } from './db/pool.js';
+import type { ProjectDatabases } from './db/project-dbs.js';
+import type { Topics } from './kafka/topics.js';
+import type { SecretBox } from './lib/secret-box.js';
+import type { ConnectClient } from './outbox/connector.js';
+
+export interface AppContext {
+  cfg: Readonly<Config>;
+  log: Logger;
+  /** the control database */
+  db: Pool;
+  /** server-level connection used to create and drop project databases on the local cluster */
+  adminDatabaseUrl: string;
+  box: SecretBox;
+  kafka: Kafka;
+  /** shared idempotent producer for events, retries and dead letters */
+  producer: Producer;
+  topics: Topics;
+  connect: ConnectClient;
+  projectDbs: ProjectDatabases;
+}

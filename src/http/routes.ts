@@ -1,0 +1,10 @@
+// Every HTTP surface of the service, registered in one place.
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.js';
+import { registerHealth } from './health.js';
+import { registerManagement } from '../management/routes.js';
+
+export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  registerHealth(app, ctx);
+  await app.register(async (scope) => registerManagement(scope, ctx));
+}

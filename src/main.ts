@@ -1,0 +1,68 @@
+// Wiring only: configuration → stack → context → roles (api, dispatcher, projector).
+import { loadConfig, ConfigError, redactedConfig } from './config.js';
+import { closeContext, createContext, resolveEndpoints } from './app.js';
+import { buildServer } from './http/server.js';
+import { registerRoutes } from './http/routes.js';
+import { healthReport } from './http/health.js';
+import { createLogger } from './lib/logger.js';
+import { startWorkers, type Worker } from './delivery/workers.js';
+import { bootstrapDevProject } from './admin/bootstrap.js';
+
+async function main() {
+  let cfg;
+  try {
+    cfg = loadConfig();
+  } catch (e) {
+    console.error(e instanceof ConfigError ? e.message : e);
+    process.exit(2);
+  }
+  const log = createLogger(cfg.LOG_LEVEL);
+  log.debug({ config: redactedConfig(cfg) }, 'configuration');
+  const endpoints = await resolveEndpoints(cfg, log);
+  const ctx = await createContext(cfg, log, endpoints);
+  await bootstrapDevProject(ctx);
+
+  const workers: Worker[] = await startWorkers(ctx, cfg.ROLES);
+  const app = cfg.ROLES.includes('api') ? await buildServer({ logger: log, publicUrl: cfg.publicUrl }) : null;
+  if (app) {
+    await registerRoutes(app, ctx);
+    await app.listen({ host: cfg.HOST, port: cfg.PORT });
+  }
+
+  const { body } = await healthReport(ctx);
+  const parts = Object.entries(body.checks)
+    .filter(([k]) => k !== 'connectors')
+    .map(([k, v]) => `${k}: ${(v as { ok: boolean }).ok ? 'healthy' : 'UNHEALTHY'}`);
+  log.info(`service ready — roles ${cfg.ROLES.join(', ')}; ${parts.join(', ')}`);
+  if (app) log.info(`API listening on ${cfg.publicUrl} (docs at ${cfg.publicUrl}/docs, health at ${cfg.publicUrl}/health)`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: finishing in-flight work');
+    const force = setTimeout(() => {
+      log.error('shutdown took longer than 30s, exiting');
+      process.exit(1);
+    }, 30_000);
+    force.unref();
+    try {
+      await app?.close();
+      // consumers finish in-flight attempts, commit and leave their groups
+      await Promise.all(workers.map((w) => w.stop()));
+      await closeContext(ctx);
+      log.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      log.error({ err }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((err) => {
+  console.error('failed to start:', err instanceof Error ? err.message : err);
+  process.exit(1);
+});

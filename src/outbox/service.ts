@@ -1,0 +1,51 @@
+// The hook point "enable the outbox for this project": called when the first webhook is created,
+// when SMTP is configured, or on demand. Idempotent and safe to call concurrently.
+import type { AppContext } from '../context.js';
+import { ApiError } from '../errors.js';
+import { enableOutbox as enable, disableOutbox as disable, type OutboxEnv } from './enable.js';
+
+export function outboxEnv(ctx: Pick<AppContext, 'connect' | 'cfg' | 'topics'>): OutboxEnv {
+  return {
+    connect: ctx.connect,
+    topicPrefix: ctx.cfg.TOPIC_PREFIX,
+    outboxTopic: ctx.topics.outbox,
+    debeziumDbHost: ctx.cfg.DEBEZIUM_DATABASE_HOST,
+    debeziumDbPort: ctx.cfg.DEBEZIUM_DATABASE_PORT,
+  };
+}
+
+const inFlight = new Map<string, Promise<void>>();
+
+export async function ensureOutboxEnabled(ctx: Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs' | 'log'>, ref: string): Promise<void> {
+  const r = await ctx.db.query('select outbox_enabled_at from projects where ref = $1', [ref]);
+  if (r.rowCount === 0) throw new ApiError('project_not_found');
+  if (r.rows[0].outbox_enabled_at) return;
+  let p = inFlight.get(ref);
+  if (!p) {
+    p = (async () => {
+      try {
+        const name = await enable(outboxEnv(ctx), ref, await ctx.projectDbs.url(ref));
+        await ctx.db.query('update projects set outbox_enabled_at = now(), connector_name = $2 where ref = $1', [ref, name]);
+        ctx.log.info({ project: ref, connector: name }, 'outbox enabled');
+      } catch (err) {
+        ctx.log.error({ err, project: ref }, 'enabling the outbox failed');
+        throw new ApiError('outbox_unavailable');
+      } finally {
+        inFlight.delete(ref);
+      }
+    })();
+    inFlight.set(ref, p);
+  }
+  await p;
+}
+
+export async function disableProjectOutbox(ctx: Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs'>, ref: string): Promise<void> {
+  await disable(outboxEnv(ctx), ref, await ctx.projectDbs.url(ref));
+  await ctx.db.query('update projects set outbox_enabled_at = null, connector_name = null where ref = $1', [ref]);
+}
+
+/** Connectors of every enabled project, for /health. */
+export async function enabledConnectors(ctx: Pick<AppContext, 'db'>): Promise<{ ref: string; connector: string }[]> {
+  const r = await ctx.db.query('select ref, connector_name from projects where outbox_enabled_at is not null and connector_name is not null');
+  return r.rows.map((x) => ({ ref: x.ref, connector: x.connector_name }));
+}
