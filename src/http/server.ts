@@ -22,7 +22,6 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
-    disableRequestLogging: false,
     trustProxy: true,
     // Unknown body fields are refused (additionalProperties: false in every schema); coercion only
     // for querystrings and params, never for bodies.

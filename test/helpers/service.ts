@@ -1,0 +1,111 @@
+// A real instance of the service for one test file: its own control database, its own topic
+// prefix (so its own topics and consumer groups), listening on a free loopback port, on the shared
+// stack started by the global setup. Roles are chosen per test (api only, or api + workers).
+import net from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { loadConfig, type Config } from '../../src/config.js';
+import { closeContext, createContext } from '../../src/app.js';
+import type { AppContext } from '../../src/context.js';
+import { buildServer } from '../../src/http/server.js';
+import { registerRoutes } from '../../src/http/routes.js';
+import { createLogger } from '../../src/lib/logger.js';
+import { startWorkers, type Worker } from '../../src/delivery/workers.js';
+import { createProject, issueOwnerToken, type Plan } from '../../src/management/projects.js';
+import { createDatabase, dropDatabase, stack, uniqueName } from './env.js';
+
+export interface TestProject {
+  ref: string;
+  ownerToken: string;
+  ownerId: string;
+  anonKey: string;
+  projectUrl: string;
+  databaseUrl: string;
+}
+
+export interface TestService {
+  url: string;
+  ctx: AppContext;
+  cfg: Config;
+  app: FastifyInstance;
+  workers: Worker[];
+  /** a new project (and owner, unless ownerEmail repeats) on this service */
+  project(plan?: Plan, opts?: { ownerEmail?: string; siteUrl?: string; redirectUrls?: string[] }): Promise<TestProject>;
+  /** fetch against this service with an owner token */
+  api(token: string | null, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }>;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startTestService(opts: { roles?: string[]; env?: Record<string, string> } = {}): Promise<TestService> {
+  const controlDb = uniqueName('ctl_');
+  const controlUrl = await createDatabase(controlDb);
+  const port = await freePort();
+  const s = stack();
+  const cfg = loadConfig({
+    APP_ENV: 'test',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    PORT: String(port),
+    TOPIC_PREFIX: uniqueName('t'),
+    OUTBOX_PARTITIONS: '3',
+    ROLES: (opts.roles ?? ['api']).join(','),
+    OUTBOUND_ALLOW_CIDRS: '127.0.0.0/8,::1/128',
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k === 'STACK_DIR' || k === 'MASTER_KEY')),
+    ...opts.env,
+  } as NodeJS.ProcessEnv);
+  const log = createLogger(cfg.LOG_LEVEL);
+  const ctx = await createContext(cfg, log, { databaseUrl: controlUrl, adminDatabaseUrl: s.adminDatabaseUrl, kafkaBrokers: s.kafkaBrokers, connectUrl: s.connectUrl });
+  const app = await buildServer({ logger: log, publicUrl: cfg.publicUrl });
+  await registerRoutes(app, ctx);
+  await app.listen({ host: '127.0.0.1', port });
+  const workers = await startWorkers(ctx, cfg.ROLES);
+  const created: string[] = [];
+  const url = cfg.publicUrl;
+
+  return {
+    url,
+    ctx,
+    cfg,
+    app,
+    workers,
+    async project(plan = 'enterprise', o = {}) {
+      const ref = uniqueName('p');
+      const p = await createProject(ctx, { ref, plan, ownerEmail: o.ownerEmail ?? `${ref}@owners.test`, siteUrl: o.siteUrl, redirectUrls: o.redirectUrls });
+      created.push(`proj_${ref}`);
+      const { token } = await issueOwnerToken(ctx, p.owner_id);
+      return { ref, ownerToken: token, ownerId: p.owner_id, anonKey: p.anon_key, projectUrl: p.project_url, databaseUrl: p.database_url };
+    },
+    async api(token, method, path, body) {
+      const headers: Record<string, string> = {};
+      if (token) headers.authorization = `Bearer ${token}`;
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      const res = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : null;
+      } catch {}
+      return { status: res.status, body: parsed, headers: res.headers };
+    },
+    async stop() {
+      await app.close();
+      await Promise.all(workers.map((w) => w.stop()));
+      // connectors of this file's projects must go, or their slots would pin WAL
+      const { disableProjectOutbox } = await import('../../src/outbox/service.js');
+      const enabled = await ctx.db.query('select ref from projects where outbox_enabled_at is not null');
+      for (const r of enabled.rows) await disableProjectOutbox(ctx, r.ref).catch(() => {});
+      await closeContext(ctx);
+      for (const db of created) await dropDatabase(db).catch(() => {});
+      await dropDatabase(controlDb).catch(() => {});
+    },
+  };
+}
