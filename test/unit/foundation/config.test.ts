@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig, parseDuration, redactedConfig } from '../../../src/config.js';
+
+const base = { APP_ENV: 'test', STACK_DIR: '/tmp/integrations-unit-config', MASTER_KEY: Buffer.alloc(32, 7).toString('base64') };
+
+describe('config', () => {
+  it('applies defaults and derives the public URL', () => {
+    const cfg = loadConfig(base);
+    expect(cfg.PORT).toBe(8000);
+    expect(cfg.publicUrl).toBe('http://127.0.0.1:8000');
+    expect(cfg.retryDelaysMs).toEqual([30_000, 120_000, 600_000, 1_800_000, 3_600_000, 10_800_000, 21_600_000]);
+    expect(cfg.MAX_MESSAGE_AGE).toBe(86_400_000);
+    expect(cfg.external).toBe(false);
+    expect(Object.isFrozen(cfg)).toBe(true);
+  });
+
+  it('names the bad key in its message', () => {
+    expect(() => loadConfig({ ...base, PORT: 'eighty' })).toThrow(/PORT/);
+    expect(() => loadConfig({ ...base, RETRY_DELAYS: '30s,forever' })).toThrow(/RETRY_DELAYS/);
+    expect(() => loadConfig({ ...base, RETRY_DELAYS: '30s,7h,1h,1h,1h,1h,1h' })).toThrow(/at most 6h/);
+    expect(() => loadConfig({ ...base, MASTER_KEY: 'c2hvcnQ=' })).toThrow(/MASTER_KEY/);
+  });
+
+  it('requires a master key in production and all three external endpoints together', () => {
+    expect(() => loadConfig({ APP_ENV: 'production', STACK_DIR: base.STACK_DIR })).toThrow(/MASTER_KEY is required/);
+    expect(() => loadConfig({ ...base, APP_ENV: 'development', DATABASE_URL: 'postgres://x/y' })).toThrow(/all of DATABASE_URL/);
+    const ext = loadConfig({ ...base, DATABASE_URL: 'postgres://x/y', KAFKA_BROKERS: 'a:1,b:2', KAFKA_CONNECT_URL: 'http://c:8083' });
+    expect(ext.external).toBe(true);
+    expect(ext.KAFKA_BROKERS).toEqual(['a:1', 'b:2']);
+  });
+
+  it('redacts secret-bearing keys when printed', () => {
+    const cfg = loadConfig({ ...base, DATABASE_URL: 'postgres://u:pw@h/db', KAFKA_BROKERS: 'a:1', KAFKA_CONNECT_URL: 'http://c:8083', SMTP_URL: 'smtp://u:pw@h' });
+    const printed = JSON.stringify(redactedConfig(cfg));
+    expect(printed).not.toContain('pw');
+    expect(printed).not.toContain(base.MASTER_KEY);
+  });
+
+  it('parses durations', () => {
+    expect(parseDuration('500ms')).toBe(500);
+    expect(parseDuration('2m')).toBe(120_000);
+    expect(parseDuration('1.5h')).toBe(5_400_000);
+    expect(() => parseDuration('soon')).toThrow();
+  });
+});
