@@ -85,8 +85,10 @@ const schema = z.object({
 
   // Email.
   /** Platform default SMTP, smtp://user:pass@host:port; unset in development means the mail sink. */
-  SMTP_URL: z.string().optional(),
+  SMTP_URL: z.string().regex(/^smtps?:\/\/[^/]/, 'must be smtp://[user:pass@]host[:port] or smtps://...').optional(),
   SMTP_FROM: z.string().default('Integrations <no-reply@localhost>'),
+  /** Bounds connecting, the greeting and each SMTP command; a send that runs over counts as failed. */
+  SMTP_TIMEOUT: duration.prefault('30s'),
   DEV_MAIL_SINK: bool.optional(),
   DEV_MAIL_SINK_PORT: port.default(1025),
 

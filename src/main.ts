@@ -7,6 +7,8 @@ import { healthReport } from './http/health.js';
 import { createLogger } from './lib/logger.js';
 import { startWorkers, type Worker } from './delivery/workers.js';
 import { bootstrapDevProject } from './admin/bootstrap.js';
+import { startDevMailSink } from './email/dev-sink.js';
+import { closeEmailTransports } from './email/transport.js';
 
 async function main() {
   let cfg;
@@ -22,6 +24,8 @@ async function main() {
   const ctx = await createContext(cfg, log, endpoints);
   await bootstrapDevProject(ctx);
 
+  // before the workers, so mail queued while we were down finds the sink listening
+  const mailSink = await startDevMailSink(ctx);
   const workers: Worker[] = await startWorkers(ctx, cfg.ROLES);
   const app = cfg.ROLES.includes('api') ? await buildServer({ logger: log, publicUrl: cfg.publicUrl }) : null;
   if (app) {
@@ -50,6 +54,8 @@ async function main() {
       await app?.close();
       // consumers finish in-flight attempts, commit and leave their groups
       await Promise.all(workers.map((w) => w.stop()));
+      closeEmailTransports(ctx);
+      await mailSink?.stop();
       await closeContext(ctx);
       log.info('stopped');
       process.exit(0);

@@ -1,0 +1,64 @@
+// One email, one attempt: resolve the project's SMTP route, send over its pooled transport, and
+// classify the result (see outcome.ts). Shared by the outbox channel and the direct sender.
+import type { AppContext } from '../context.js';
+import type { AttemptOutcome } from '../delivery/outcome.js';
+import { acceptedVerdict, classifySendError } from './outcome.js';
+import { resolveSmtp, transportFor, UnknownProjectError, type Sender } from './transport.js';
+
+export interface Email {
+  /** stable across retries: becomes the Message-ID, so receivers can spot a duplicate */
+  id: string;
+  to: string;
+  subject: string;
+  html?: string | null;
+  text?: string | null;
+}
+
+type Ctx = Pick<AppContext, 'cfg' | 'db' | 'box' | 'log'>;
+
+export async function deliverEmail(ctx: Ctx, ref: string, mail: Email): Promise<AttemptOutcome> {
+  const started = Date.now();
+  const limit = ctx.cfg.RESPONSE_BODY_LIMIT;
+  let route;
+  try {
+    route = await resolveSmtp(ctx, ref);
+  } catch (err) {
+    if (err instanceof UnknownProjectError) return { outcome: 'dead', error: err.message, durationMs: Date.now() - started };
+    throw err;
+  }
+  if (!route) {
+    // An operator can still set SMTP_URL and restart within the retry budget, so this is not final.
+    return { outcome: 'failed', error: 'no SMTP server is configured (set SMTP_URL, or project SMTP settings)', durationMs: Date.now() - started };
+  }
+
+  let pooled;
+  try {
+    pooled = transportFor(ctx, route);
+  } catch (err) {
+    // the sealed password does not open (wrong master key or a row copied from elsewhere)
+    ctx.log.error({ project: ref, smtp: route.key, err: { message: (err as Error).message } }, 'SMTP settings unusable');
+    return { outcome: 'failed', error: 'the SMTP settings could not be read', durationMs: Date.now() - started };
+  }
+  try {
+    const info = await pooled.transport.sendMail({
+      from: route.from,
+      to: mail.to,
+      subject: mail.subject,
+      html: mail.html ?? undefined,
+      text: mail.text ?? undefined,
+      messageId: `<${mail.id}@${senderDomain(route.from)}>`,
+    });
+    const verdict = acceptedVerdict(info.response, limit, pooled.secrets);
+    ctx.log.debug({ project: ref, message: mail.id, smtp: route.key, source: route.source, smtpCode: verdict.smtpCode }, 'email accepted');
+    return { ...verdict, durationMs: Date.now() - started };
+  } catch (err) {
+    const verdict = classifySendError(err, limit, pooled.secrets);
+    ctx.log.debug({ project: ref, message: mail.id, smtp: route.key, source: route.source, outcome: verdict.outcome, smtpCode: verdict.smtpCode, reason: verdict.error }, 'email not accepted');
+    return { ...verdict, durationMs: Date.now() - started };
+  }
+}
+
+function senderDomain(from: Sender): string {
+  const address = typeof from === 'string' ? from : from.address;
+  return /@([^>\s]+)>?\s*$/.exec(address)?.[1] ?? 'localhost';
+}
