@@ -10,14 +10,14 @@ import { assertSchemaValid } from './schema.js';
 import { verifyEnvelopedSignature } from './signature.js';
 import type { SpConfig } from './sp.js';
 import { locateResponseParts } from './structure.js';
-import { parseStrictXml } from './xml.js';
+import { assertNoDoctype, parseStrictXml } from './xml.js';
 
 export interface AcsExpectations {
   sp: SpConfig;
   idp: IdpMetadata;
   /** ID of the AuthnRequest this browser was sent with (from buildAuthnRequestRedirect). */
   requestId: string;
-  /** Defaults to the current time; injectable for tests and for re-checking stored responses. */
+  /** Defaults to the current time; injectable so tests control the clock. */
   now?: Date;
   /** Allowed clock difference with the IdP, applied to every NotBefore/NotOnOrAfter. */
   clockSkewMs: number;
@@ -51,6 +51,7 @@ const invalid = (reason: string) => new SamlError('invalid_saml_response', reaso
 export async function verifySamlResponse(samlResponseB64: string, exp: AcsExpectations): Promise<VerifiedAssertion> {
   checkExpectations(exp);
   const xml = decodeSamlResponse(samlResponseB64);
+  assertNoDoctype(xml, invalid);
   await assertSchemaValid(xml);
   return verifyResponseXml(xml, exp);
 }

@@ -13,7 +13,7 @@ export interface SpConfig {
   acsUrl: string;
 }
 
-export const POST_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST';
+const POST_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST';
 export const EMAIL_NAMEID_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
 
 // saml-bindings 3.4.3: "RelayState data MUST NOT exceed 80 bytes"; IdPs may truncate or refuse more.

@@ -22,7 +22,7 @@ const CDATA_SECTION_NODE = 4;
  * caller keeps its own error code.
  */
 export function parseStrictXml(xml: string, fail: (reason: string) => Error): Document {
-  if (/<!DOCTYPE/i.test(xml)) throw fail('a DOCTYPE declaration is not allowed');
+  assertNoDoctype(xml, fail);
   const reject = (msg: string) => {
     throw new Error(msg);
   };
@@ -36,7 +36,12 @@ export function parseStrictXml(xml: string, fail: (reason: string) => Error): Do
   return doc;
 }
 
-export const isElement = (n: Node | null | undefined): n is Element => !!n && n.nodeType === ELEMENT_NODE;
+/** Also run before handing a document to any other XML tool (libxml2 would expand entities). */
+export function assertNoDoctype(xml: string, fail: (reason: string) => Error): void {
+  if (/<!DOCTYPE/i.test(xml)) throw fail('a DOCTYPE declaration is not allowed');
+}
+
+const isElement = (n: Node | null | undefined): n is Element => !!n && n.nodeType === ELEMENT_NODE;
 
 export function is(el: Element, ns: string, localName: string): boolean {
   return el.namespaceURI === ns && el.localName === localName;
