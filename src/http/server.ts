@@ -1,9 +1,10 @@
 // The Fastify server: one error handler, request ids, redacted logs, OpenAPI from route schemas.
 // `buildServer` never listens, so tests can use inject() or listen on port 0 themselves.
-import Fastify, { type FastifyInstance, type FastifyError, type FastifyBaseLogger } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyError, type FastifyBaseLogger, type FastifyReply } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiError, isApiError } from '../errors.js';
 
@@ -27,6 +28,19 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     // for querystrings and params, never for bodies.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, useDefaults: true } },
     routerOptions: { ignoreTrailingSlash: true },
+    // Router failures (a path with broken percent-encoding) and malformed HTTP (headers too large)
+    // answer in the same {code, message} format as everything else.
+    frameworkErrors: (err, _req, reply) => {
+      const e = new ApiError('bad_request', err.code === 'FST_ERR_BAD_URL' ? 'The URL is not valid (bad percent-encoding).' : undefined);
+      void (reply as FastifyReply).code(e.status).send(e.toJSON());
+    },
+    clientErrorHandler: (err, socket) => {
+      const code = (err as { code?: string }).code;
+      if (code === 'ECONNRESET' || code === 'EPIPE' || !socket.writable) return void socket.destroy();
+      const e = new ApiError(code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'bad_request');
+      const body = JSON.stringify(e.toJSON());
+      socket.end(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    },
   });
 
   app.addHook('onSend', async (req, reply) => {

@@ -4,11 +4,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { ownerForToken, type Feature } from './projects.js';
+import { ownerTokenFor, PROJECT_REF, type Feature } from './projects.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     ownerId?: string;
+    /** the owner_tokens row used, recorded as the actor in the audit log */
+    ownerTokenId?: string;
   }
 }
 
@@ -31,13 +33,16 @@ export function ownerAuth(ctx: Pick<AppContext, 'db'>) {
     const h = req.headers.authorization;
     const m = typeof h === 'string' ? /^Bearer\s+(\S{8,512})$/i.exec(h.trim()) : null;
     if (!m) throw new ApiError('unauthorized');
-    const owner = await ownerForToken(ctx, m[1]);
+    const owner = await ownerTokenFor(ctx, m[1]);
     if (!owner) throw new ApiError('unauthorized');
-    req.ownerId = owner;
+    req.ownerId = owner.ownerId;
+    req.ownerTokenId = owner.tokenId;
   };
 }
 
 export async function ownedProject(ctx: Pick<AppContext, 'db'>, req: FastifyRequest, ref: string): Promise<ProjectRow> {
+  // A ref that cannot exist (or holds a NUL byte Postgres would reject) is simply not found.
+  if (typeof ref !== 'string' || !PROJECT_REF.test(ref)) throw new ApiError('project_not_found');
   const r = await ctx.db.query(
     `select j.ref, j.owner_id, j.plan, p.features, j.anon_key, j.site_url, j.additional_redirect_urls, j.disable_signup,
             j.allow_linking, j.outbox_enabled_at, j.created_at

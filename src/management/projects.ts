@@ -48,11 +48,16 @@ export async function revokeOwnerToken(ctx: Pick<AppContext, 'db'>, tokenOrId: s
 }
 
 export async function ownerForToken(ctx: Pick<AppContext, 'db'>, token: string): Promise<string | null> {
+  return (await ownerTokenFor(ctx, token))?.ownerId ?? null;
+}
+
+/** The owner and the token row behind a bearer token (the token id names the actor in the audit log). */
+export async function ownerTokenFor(ctx: Pick<AppContext, 'db'>, token: string): Promise<{ ownerId: string; tokenId: string } | null> {
   const r = await ctx.db.query(
-    `update owner_tokens set last_used_at = now() where token_hash = $1 and revoked_at is null returning owner_id`,
+    `update owner_tokens set last_used_at = now() where token_hash = $1 and revoked_at is null returning owner_id, id`,
     [sha256(token)],
   );
-  return r.rows[0]?.owner_id ?? null;
+  return r.rows[0] ? { ownerId: r.rows[0].owner_id, tokenId: r.rows[0].id } : null;
 }
 
 async function createDatabase(adminUrl: string, name: string): Promise<string> {

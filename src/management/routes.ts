@@ -1,34 +1,66 @@
-// The Management API: /v1/projects/{ref}/... for the project's owner.
+// The Management API: /v1/projects/{ref}/... for the project's owner. One guard for every route in
+// this scope, in this order, before the body is even parsed: a valid owner token (401), the
+// project exists and is the caller's (404 project_not_found, same answer for both, so refs cannot
+// be probed), and the plan includes the route's feature (402). Only then is the request parsed and
+// validated, so nothing about a body is ever evaluated for someone who may not use the route.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { ownerAuth, ownedProject, refParam } from './owner-auth.js';
-import { projectUrl } from './projects.js';
+import { registerAudit } from './audit.js';
+import { ownerAuth, ownedProject, requireFeature, type ProjectRow } from './owner-auth.js';
+import { registerProjectSettings } from './project-settings.js';
+import { projectUrl, type Feature } from './projects.js';
+import { errorResponses, noQuery, owner, refuseBody, timestamp } from './schemas.js';
+import { registerSecrets } from './secrets.js';
+import { registerSmtp } from './smtp.js';
+import { registerWebhooks } from './webhooks.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** the caller's project, loaded by the guard for every /v1/projects/:ref/... route */
+    project?: ProjectRow;
+  }
+  interface FastifyContextConfig {
+    /** a plan feature the route requires (402 feature_not_in_plan without it) */
+    feature?: Feature;
+  }
+}
 
 export async function registerManagement(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const requireOwner = ownerAuth(ctx);
   app.addHook('onRequest', async (req, reply) => {
-    if (req.url.startsWith('/v1/')) await ownerAuth(ctx)(req, reply);
+    if (!req.url.startsWith('/v1/')) return;
+    await requireOwner(req, reply);
+    const ref = (req.params as { ref?: unknown } | undefined)?.ref;
+    if (ref === undefined) return;
+    req.project = await ownedProject(ctx, req, String(ref));
+    const feature = req.routeOptions.config?.feature;
+    if (feature) requireFeature(req.project, feature);
   });
 
-  app.get('/v1/projects', { schema: { tags: ['projects'], summary: "The owner's projects", security: [{ ownerToken: [] }] } }, async (req) => {
-    const r = await ctx.db.query('select ref, plan, created_at from projects where owner_id = $1 order by created_at', [req.ownerId]);
-    return r.rows.map((p) => ({ ...p, project_url: projectUrl(ctx, p.ref) }));
-  });
-
-  app.get<{ Params: { ref: string } }>(
-    '/v1/projects/:ref',
-    { schema: { tags: ['projects'], summary: 'One project', params: refParam, security: [{ ownerToken: [] }] } },
+  app.get(
+    '/v1/projects',
+    {
+      preValidation: refuseBody,
+      schema: {
+        tags: ['projects'],
+        summary: "The owner's projects",
+        ...owner,
+        querystring: noQuery,
+        response: {
+          200: { type: 'array', items: { type: 'object', properties: { ref: { type: 'string' }, plan: { type: 'string' }, project_url: { type: 'string' }, created_at: timestamp } } },
+          ...errorResponses,
+        },
+      },
+    },
     async (req) => {
-      const p = await ownedProject(ctx, req, req.params.ref);
-      return {
-        ref: p.ref,
-        plan: p.plan,
-        features: p.features,
-        anon_key: p.anon_key,
-        project_url: projectUrl(ctx, p.ref),
-        outbox_enabled: !!p.outbox_enabled_at,
-        auth: { site_url: p.site_url, additional_redirect_urls: p.additional_redirect_urls, disable_signup: p.disable_signup, allow_linking: p.allow_linking },
-        created_at: p.created_at,
-      };
+      const r = await ctx.db.query('select ref, plan, created_at from projects where owner_id = $1 order by created_at', [req.ownerId]);
+      return r.rows.map((p) => ({ ref: p.ref, plan: p.plan, project_url: projectUrl(ctx, p.ref), created_at: new Date(p.created_at).toISOString() }));
     },
   );
+
+  registerProjectSettings(app, ctx);
+  registerWebhooks(app, ctx);
+  registerSecrets(app, ctx);
+  registerSmtp(app, ctx);
+  registerAudit(app, ctx);
 }

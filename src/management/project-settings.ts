@@ -1,0 +1,150 @@
+// One project as its owner sees it (GET /v1/projects/{ref}), its auth settings (PATCH) and the
+// on-demand outbox switch (POST /v1/projects/{ref}/outbox/enable).
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.js';
+import { withTransaction } from '../db/pool.js';
+import { ApiError } from '../errors.js';
+import { ensureOutboxEnabled } from '../outbox/service.js';
+import { recordAudit } from './audit.js';
+import { ownedProject, type ProjectRow } from './owner-auth.js';
+import { projectUrl } from './projects.js';
+import { MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, refParams, refuseBody, timestamp } from './schemas.js';
+
+type Ctx = Pick<AppContext, 'db' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
+
+const URL_MAX = 2048;
+const MAX_REDIRECT_URLS = 100;
+
+const authSettings = {
+  type: 'object',
+  properties: {
+    site_url: { type: 'string' },
+    additional_redirect_urls: { type: 'array', items: { type: 'string' } },
+    disable_signup: { type: 'boolean' },
+    allow_linking: { type: 'boolean' },
+  },
+} as const;
+
+const projectView = {
+  type: 'object',
+  properties: {
+    ref: { type: 'string' },
+    plan: { type: 'string' },
+    features: { type: 'array', items: { type: 'string' } },
+    anon_key: { type: 'string' },
+    project_url: { type: 'string' },
+    outbox_enabled: { type: 'boolean' },
+    outbox_enabled_at: { type: ['string', 'null'], format: 'date-time' },
+    auth: authSettings,
+    created_at: timestamp,
+  },
+} as const;
+
+const patchBody = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    site_url: { type: 'string', minLength: 1, maxLength: URL_MAX, description: 'absolute http(s) URL; the default redirect after sign-in' },
+    additional_redirect_urls: {
+      type: 'array',
+      maxItems: MAX_REDIRECT_URLS,
+      uniqueItems: true,
+      items: { type: 'string', minLength: 1, maxLength: URL_MAX },
+      description: 'absolute http(s) URLs that redirectTo may name besides site_url; replaces the list',
+    },
+    disable_signup: { type: 'boolean' },
+    allow_linking: { type: 'boolean', description: 'link an SSO identity to an existing user with the same verified email' },
+  },
+} as const;
+
+interface Patch {
+  site_url?: string;
+  additional_redirect_urls?: string[];
+  disable_signup?: boolean;
+  allow_linking?: boolean;
+}
+
+export function viewProject(ctx: Pick<AppContext, 'cfg'>, p: ProjectRow) {
+  return {
+    ref: p.ref,
+    plan: p.plan,
+    features: p.features,
+    anon_key: p.anon_key,
+    project_url: projectUrl(ctx, p.ref),
+    outbox_enabled: !!p.outbox_enabled_at,
+    outbox_enabled_at: iso(p.outbox_enabled_at),
+    auth: { site_url: p.site_url, additional_redirect_urls: p.additional_redirect_urls, disable_signup: p.disable_signup, allow_linking: p.allow_linking },
+    created_at: iso(p.created_at),
+  };
+}
+
+/** An absolute http(s) URL without credentials, in its normalised spelling. */
+export function checkRedirectUrl(field: string, input: string): string {
+  let u: URL;
+  try {
+    u = new URL(input);
+  } catch {
+    throw new ApiError('invalid_url', `${field} is not an absolute URL.`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ApiError('invalid_url', `${field} must use http or https.`);
+  if (u.username || u.password) throw new ApiError('invalid_url', `${field} must not carry credentials.`);
+  return u.href;
+}
+
+export function registerProjectSettings(app: FastifyInstance, ctx: Ctx): void {
+  const tag = { tags: ['projects'], ...owner };
+
+  app.get<{ Params: { ref: string } }>(
+    '/v1/projects/:ref',
+    { preValidation: refuseBody, schema: { ...tag, summary: 'One project', params: refParams, querystring: noQuery, response: { 200: projectView, ...errorResponses } } },
+    async (req) => viewProject(ctx, req.project!),
+  );
+
+  app.patch<{ Params: { ref: string }; Body: Patch }>(
+    '/v1/projects/:ref',
+    {
+      bodyLimit: MANAGEMENT_BODY_LIMIT,
+      schema: { ...tag, summary: 'Change auth settings: site_url, additional_redirect_urls, disable_signup, allow_linking', params: refParams, querystring: noQuery, body: patchBody, response: { 200: projectView, ...errorResponses } },
+    },
+    async (req) => {
+      const b = req.body;
+      const site = b.site_url === undefined ? undefined : checkRedirectUrl('site_url', b.site_url);
+      const redirects = b.additional_redirect_urls?.map((u, i) => checkRedirectUrl(`additional_redirect_urls.${i}`, u));
+      await withTransaction(ctx.db, async (c) => {
+        await c.query(
+          `update projects set site_url = coalesce($2, site_url), additional_redirect_urls = coalesce($3, additional_redirect_urls),
+                  disable_signup = coalesce($4, disable_signup), allow_linking = coalesce($5, allow_linking), updated_at = now()
+            where ref = $1`,
+          [req.params.ref, site ?? null, redirects ?? null, b.disable_signup ?? null, b.allow_linking ?? null],
+        );
+        const changes = { ...b, ...(site && { site_url: site }), ...(redirects && { additional_redirect_urls: redirects }) };
+        await recordAudit(c, req, req.params.ref, { action: 'project.update', resourceType: 'project', resourceId: req.params.ref, details: { fields: Object.keys(b), changes } });
+      });
+      return viewProject(ctx, await ownedProject(ctx, req, req.params.ref));
+    },
+  );
+
+  app.post<{ Params: { ref: string } }>(
+    '/v1/projects/:ref/outbox/enable',
+    {
+      preValidation: refuseBody,
+      schema: {
+        tags: ['outbox'],
+        ...owner,
+        summary: "Enable the project's outbox now (it is enabled anyway by the first webhook or SMTP settings)",
+        params: refParams,
+        querystring: noQuery,
+        response: { 200: { type: 'object', properties: { outbox_enabled: { type: 'boolean' }, outbox_enabled_at: timestamp } }, ...errorResponses },
+      },
+    },
+    async (req) => {
+      const ref = req.params.ref;
+      const was = req.project!.outbox_enabled_at;
+      await ensureOutboxEnabled(ctx, ref);
+      const r = await ctx.db.query('select outbox_enabled_at from projects where ref = $1', [ref]);
+      if (!was) await recordAudit(ctx.db, req, ref, { action: 'outbox.enable', resourceType: 'outbox', resourceId: ref });
+      return { outbox_enabled: true, outbox_enabled_at: iso(r.rows[0].outbox_enabled_at) };
+    },
+  );
+}

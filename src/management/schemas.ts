@@ -1,0 +1,55 @@
+// Schema fragments and limits shared by the Management API routes. Every route validates its
+// params, query and body with `additionalProperties: false`: an unknown field is refused with
+// 400 validation_failed rather than silently ignored, so a typo never looks like it was applied.
+import type { FastifyRequest } from 'fastify';
+import { ApiError } from '../errors.js';
+
+/** Body cap for management routes; the global default (1 MB) is kept for routes that need more. */
+export const MANAGEMENT_BODY_LIMIT = 64 * 1024;
+/**
+ * A 16 KB secret value may need up to six JSON characters per byte (\u0001), so the secret route
+ * accepts a larger body; the value's own size is checked in UTF-8 bytes after parsing.
+ */
+export const SECRET_BODY_LIMIT = 128 * 1024;
+
+export const errorSchema = {
+  type: 'object',
+  required: ['code', 'message'],
+  properties: { code: { type: 'string' }, message: { type: 'string' } },
+} as const;
+
+/** The error responses every owner-only route can give, for the OpenAPI document. */
+export const errorResponses = {
+  400: { description: 'validation_failed, invalid_json or a route-specific code', ...errorSchema },
+  401: { description: 'unauthorized: no valid owner token', ...errorSchema },
+  404: { description: 'project_not_found (missing, or another owner\'s) or a missing resource', ...errorSchema },
+  413: { description: 'payload_too_large', ...errorSchema },
+  415: { description: 'unsupported_media_type', ...errorSchema },
+  503: { description: 'outbox_unavailable or service_unavailable (a dependency is down; try again)', ...errorSchema },
+} as const;
+
+export const planErrorResponse = { 402: { description: 'feature_not_in_plan', ...errorSchema } } as const;
+
+export const ref = { type: 'string', pattern: '^[a-z][a-z0-9-]{2,39}$', description: 'project ref' } as const;
+
+export const refParams = { type: 'object', additionalProperties: false, required: ['ref'], properties: { ref } } as const;
+
+export const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
+
+export const owner = { security: [{ ownerToken: [] }] };
+
+/**
+ * Routes without a request body refuse one that carries fields, consistently with unknown fields
+ * elsewhere; an absent body or `{}` is accepted so generic clients that always send JSON work.
+ */
+export async function refuseBody(req: FastifyRequest): Promise<void> {
+  const b = req.body as unknown;
+  if (b === undefined) return;
+  if (b !== null && typeof b === 'object' && !Array.isArray(b) && Object.keys(b).length === 0) return;
+  throw new ApiError('validation_failed', 'This route takes no request body.');
+}
+
+/** A timestamp column as ISO text (pg gives Date objects; responses should not depend on that). */
+export const iso = (d: Date | string | null | undefined): string | null => (d == null ? null : new Date(d).toISOString());
+
+export const timestamp = { type: 'string', format: 'date-time' } as const;

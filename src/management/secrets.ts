@@ -1,0 +1,94 @@
+// Write-only project secrets: /v1/projects/{ref}/secrets[/{NAME}]. Values are sealed with
+// AES-256-GCM under the master key, the project and the name bound as associated data; they are
+// read back only by the dispatcher, in memory, to fill {{secret:NAME}} placeholders at send time.
+// No response, log line, audit entry or error message holds a value.
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.js';
+import { withTransaction } from '../db/pool.js';
+import { ApiError } from '../errors.js';
+import { aad } from '../lib/secret-box.js';
+import { recordAudit } from './audit.js';
+import { SECRET_BODY_LIMIT, errorResponses, iso, noQuery, owner, ref, refParams, refuseBody, timestamp } from './schemas.js';
+
+export const SECRET_VALUE_MAX_BYTES = 16 * 1024;
+
+const nameParams = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['ref', 'name'],
+  properties: { ref, name: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$', description: 'case-sensitive' } },
+} as const;
+
+const meta = {
+  type: 'object',
+  properties: { name: { type: 'string' }, created_at: timestamp, updated_at: timestamp },
+} as const;
+
+const toMeta = (r: { name: string; created_at: Date; updated_at: Date }) => ({ name: r.name, created_at: iso(r.created_at), updated_at: iso(r.updated_at) });
+
+export function registerSecrets(app: FastifyInstance, ctx: Pick<AppContext, 'db' | 'box'>): void {
+  const tag = { tags: ['secrets'], ...owner };
+
+  app.put<{ Params: { ref: string; name: string }; Body: { value: string } }>(
+    '/v1/projects/:ref/secrets/:name',
+    {
+      bodyLimit: SECRET_BODY_LIMIT,
+      schema: {
+        ...tag,
+        summary: 'Create (201) or replace (200) a secret; the value is never returned',
+        params: nameParams,
+        querystring: noQuery,
+        body: { type: 'object', additionalProperties: false, required: ['value'], properties: { value: { type: 'string', description: 'at most 16 KB in UTF-8' } } },
+        response: { 200: meta, 201: meta, ...errorResponses },
+      },
+    },
+    async (req, reply) => {
+      const { ref: refName, name } = req.params;
+      const { value } = req.body;
+      if (Buffer.byteLength(value, 'utf8') > SECRET_VALUE_MAX_BYTES) {
+        throw new ApiError('validation_failed', `body.value is larger than ${SECRET_VALUE_MAX_BYTES} bytes (16 KB, counted in UTF-8).`);
+      }
+      const row = await withTransaction(ctx.db, async (c) => {
+        const r = await c.query(
+          `insert into secrets (project_ref, name, value_enc) values ($1, $2, $3)
+           on conflict (project_ref, name) do update set value_enc = excluded.value_enc, updated_at = now()
+           returning name, created_at, updated_at, (xmax = 0) as created`,
+          [refName, name, ctx.box.seal(value, aad.secret(refName, name))],
+        );
+        const created = r.rows[0].created as boolean;
+        await recordAudit(c, req, refName, { action: created ? 'secret.create' : 'secret.replace', resourceType: 'secret', resourceId: name });
+        return r.rows[0];
+      });
+      return reply.code(row.created ? 201 : 200).send(toMeta(row));
+    },
+  );
+
+  app.get<{ Params: { ref: string } }>(
+    '/v1/projects/:ref/secrets',
+    {
+      preValidation: refuseBody,
+      schema: { ...tag, summary: 'Secret names and timestamps (never values)', params: refParams, querystring: noQuery, response: { 200: { type: 'array', items: meta }, ...errorResponses } },
+    },
+    async (req) => {
+      const r = await ctx.db.query('select name, created_at, updated_at from secrets where project_ref = $1 order by name', [req.params.ref]);
+      return r.rows.map(toMeta);
+    },
+  );
+
+  app.delete<{ Params: { ref: string; name: string } }>(
+    '/v1/projects/:ref/secrets/:name',
+    {
+      preValidation: refuseBody,
+      schema: { ...tag, summary: 'Delete a secret (204), or 404 secret_not_found', params: nameParams, querystring: noQuery, response: { 204: { type: 'null', description: 'deleted' }, ...errorResponses } },
+    },
+    async (req, reply) => {
+      const { ref: refName, name } = req.params;
+      await withTransaction(ctx.db, async (c) => {
+        const r = await c.query('delete from secrets where project_ref = $1 and name = $2', [refName, name]);
+        if (r.rowCount === 0) throw new ApiError('secret_not_found');
+        await recordAudit(c, req, refName, { action: 'secret.delete', resourceType: 'secret', resourceId: name });
+      });
+      return reply.code(204).send();
+    },
+  );
+}

@@ -1,0 +1,170 @@
+// Custom SMTP settings: PUT/GET/DELETE /v1/projects/{ref}/smtp, for plans with custom_smtp (the
+// route guard answers 402 feature_not_in_plan otherwise). The password is write-only: sealed with
+// aad.smtpPassword(ref) into smtp_settings.password_enc and shown only as password_set. The host is
+// held to the same rule as webhook URLs: a literal private address is refused, since the mailer
+// would otherwise connect wherever an owner points it. Configuring SMTP enables the outbox.
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.js';
+import { withTransaction } from '../db/pool.js';
+import { makeAllowList } from '../delivery/guard/address.js';
+import { checkUrlLiteral } from '../delivery/guard/url.js';
+import { ApiError } from '../errors.js';
+import { aad } from '../lib/secret-box.js';
+import { ensureOutboxEnabled } from '../outbox/service.js';
+import { recordAudit } from './audit.js';
+import { MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, planErrorResponse, refParams, refuseBody, timestamp } from './schemas.js';
+
+type Ctx = Pick<AppContext, 'db' | 'box' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
+
+const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+const IPV6 = /^[0-9A-Fa-f:.]{2,45}$/;
+// The same address rule base.send_email applies to recipients.
+const EMAIL = "^[^@\\s<>(),;:\"]+@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+$";
+const PRINTABLE = '^[^\\u0000-\\u001f\\u007f]*$';
+
+const body = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['host', 'port', 'sender_email'],
+  properties: {
+    host: { type: 'string', minLength: 1, maxLength: 253, description: 'host name or IP address' },
+    port: { type: 'integer', minimum: 1, maximum: 65535 },
+    user: { type: ['string', 'null'], minLength: 1, maxLength: 256, pattern: PRINTABLE },
+    password: { type: ['string', 'null'], minLength: 1, maxLength: 1024, description: 'write-only; omit to keep the stored one, null to remove it' },
+    sender_email: { type: 'string', maxLength: 254, pattern: EMAIL },
+    sender_name: { type: ['string', 'null'], maxLength: 100, pattern: PRINTABLE },
+    tls_mode: { type: 'string', enum: ['starttls', 'implicit', 'none'], description: 'default starttls' },
+  },
+} as const;
+
+interface Body {
+  host: string;
+  port: number;
+  user?: string | null;
+  password?: string | null;
+  sender_email: string;
+  sender_name?: string | null;
+  tls_mode?: 'starttls' | 'implicit' | 'none';
+}
+
+const view = {
+  type: 'object',
+  properties: {
+    host: { type: 'string' },
+    port: { type: 'integer' },
+    user: { type: ['string', 'null'] },
+    password_set: { type: 'boolean' },
+    sender_email: { type: 'string' },
+    sender_name: { type: ['string', 'null'] },
+    tls_mode: { type: 'string' },
+    created_at: timestamp,
+    updated_at: timestamp,
+  },
+} as const;
+
+interface Row {
+  host: string;
+  port: number;
+  username: string | null;
+  has_password: boolean;
+  sender_email: string;
+  sender_name: string | null;
+  tls_mode: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const toView = (r: Row) => ({
+  host: r.host,
+  port: r.port,
+  user: r.username,
+  password_set: r.has_password,
+  sender_email: r.sender_email,
+  sender_name: r.sender_name,
+  tls_mode: r.tls_mode,
+  created_at: iso(r.created_at),
+  updated_at: iso(r.updated_at),
+});
+
+const SELECT = `select host, port, username, password_enc is not null as has_password, sender_email, sender_name, tls_mode, created_at, updated_at
+                  from smtp_settings where project_ref = $1`;
+
+export function registerSmtp(app: FastifyInstance, ctx: Ctx): void {
+  const allow = makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS);
+  const route = { tags: ['smtp'], ...owner, params: refParams, querystring: noQuery };
+  const config = { feature: 'custom_smtp' as const };
+
+  function checkHost(host: string): string {
+    const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+    const v6 = bare.includes(':');
+    if (v6 ? !IPV6.test(bare) : !HOSTNAME.test(bare)) throw new ApiError('validation_failed', 'body.host must be a host name or an IP address, without scheme or port.');
+    const check = checkUrlLiteral(`http://${v6 ? `[${bare}]` : bare}/`, allow);
+    if (!check.ok) {
+      throw check.code === 'url_not_allowed'
+        ? new ApiError('url_not_allowed', `The SMTP host is not allowed: ${check.reason}.`)
+        : new ApiError('validation_failed', 'body.host must be a host name or an IP address, without scheme or port.');
+    }
+    return bare;
+  }
+
+  app.put<{ Params: { ref: string }; Body: Body }>(
+    '/v1/projects/:ref/smtp',
+    {
+      config,
+      bodyLimit: MANAGEMENT_BODY_LIMIT,
+      schema: { ...route, summary: 'Set the SMTP server for project email (plan with custom_smtp); 201 created, 200 replaced', body, response: { 200: view, 201: view, ...planErrorResponse, ...errorResponses } },
+    },
+    async (req, reply) => {
+      const refName = req.params.ref;
+      const b = req.body;
+      const host = checkHost(b.host);
+      const user = b.user ?? null;
+      if (!user && typeof b.password === 'string') throw new ApiError('validation_failed', 'body.password needs body.user.');
+      await ensureOutboxEnabled(ctx, refName);
+      const out = await withTransaction(ctx.db, async (c) => {
+        const cur = await c.query('select password_enc from smtp_settings where project_ref = $1 for update', [refName]);
+        const stored: Buffer | null = cur.rows[0]?.password_enc ?? null;
+        // Omitted password: keep the stored one (write-only fields cannot be round-tripped by GET).
+        const password = !user ? null : b.password === undefined ? stored : b.password === null ? null : ctx.box.seal(b.password, aad.smtpPassword(refName));
+        if (user && !password) throw new ApiError('validation_failed', 'body.user needs a password: none is stored, send body.password.');
+        const r = await c.query(
+          `insert into smtp_settings (project_ref, host, port, username, password_enc, sender_email, sender_name, tls_mode)
+           values ($1, $2, $3, $4, $5, $6, $7, $8)
+           on conflict (project_ref) do update set host = excluded.host, port = excluded.port, username = excluded.username,
+             password_enc = excluded.password_enc, sender_email = excluded.sender_email, sender_name = excluded.sender_name,
+             tls_mode = excluded.tls_mode, updated_at = now()
+           returning (xmax = 0) as created`,
+          [refName, host, b.port, user, password, b.sender_email, b.sender_name ?? null, b.tls_mode ?? 'starttls'],
+        );
+        const passwordChange = !password ? (stored ? 'removed' : 'none') : b.password === undefined ? 'kept' : 'set';
+        await recordAudit(c, req, refName, { action: 'smtp.put', resourceType: 'smtp_settings', details: { host, port: b.port, tls_mode: b.tls_mode ?? 'starttls', password: passwordChange } });
+        return { created: r.rows[0].created as boolean, row: (await c.query(SELECT, [refName])).rows[0] as Row };
+      });
+      return reply.code(out.created ? 201 : 200).send(toView(out.row));
+    },
+  );
+
+  app.get<{ Params: { ref: string } }>(
+    '/v1/projects/:ref/smtp',
+    { config, preValidation: refuseBody, schema: { ...route, summary: 'The SMTP settings (the password never, only password_set)', response: { 200: view, ...planErrorResponse, ...errorResponses } } },
+    async (req) => {
+      const r = await ctx.db.query(SELECT, [req.params.ref]);
+      if (r.rowCount === 0) throw new ApiError('smtp_not_configured');
+      return toView(r.rows[0]);
+    },
+  );
+
+  app.delete<{ Params: { ref: string } }>(
+    '/v1/projects/:ref/smtp',
+    { config, preValidation: refuseBody, schema: { ...route, summary: 'Remove the SMTP settings: mail goes through the platform default again', response: { 204: { type: 'null', description: 'removed' }, ...planErrorResponse, ...errorResponses } } },
+    async (req, reply) => {
+      const refName = req.params.ref;
+      await withTransaction(ctx.db, async (c) => {
+        const r = await c.query('delete from smtp_settings where project_ref = $1', [refName]);
+        if (r.rowCount === 0) throw new ApiError('smtp_not_configured');
+        await recordAudit(c, req, refName, { action: 'smtp.delete', resourceType: 'smtp_settings' });
+      });
+      return reply.code(204).send();
+    },
+  );
+}

@@ -1,0 +1,119 @@
+// Webhooks in the control database and their signing secrets. A signing secret is
+// "whsec_" + base64 of 32 random bytes (the Standard Webhooks format); it is stored only sealed
+// (aad.signingSecret(webhook id)), as the whole "whsec_..." string, and shown once: in the creation
+// response or the rotation response. After a rotation the previous secret gets an expires_at and
+// keeps signing beside the new one until then, so receivers can switch over without a gap.
+import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import { aad, type SecretBox } from '../lib/secret-box.js';
+import { iso } from './schemas.js';
+import type { WebhookEvent } from './webhook-input.js';
+
+export interface WebhookRow {
+  id: string;
+  project_ref: string;
+  name: string;
+  schema_name: string;
+  table_name: string;
+  events: WebhookEvent[];
+  url: string;
+  headers: Record<string, string>;
+  timeout_ms: number;
+  enabled: boolean;
+  created_at: Date;
+  updated_at: Date;
+  secret_created_at: Date | null;
+  previous_secret_expires_at: Date | null;
+}
+
+/** The webhook record every route returns (never a secret). */
+export function webhookRecord(w: WebhookRow) {
+  return {
+    id: w.id,
+    name: w.name,
+    table: `${w.schema_name}.${w.table_name}`,
+    events: w.events,
+    url: w.url,
+    headers: w.headers,
+    timeout_ms: w.timeout_ms,
+    enabled: w.enabled,
+    signing_secret_created_at: iso(w.secret_created_at),
+    previous_secret_expires_at: iso(w.previous_secret_expires_at),
+    created_at: iso(w.created_at),
+    updated_at: iso(w.updated_at),
+  };
+}
+
+const SELECT = `
+  select w.*,
+         (select max(s.created_at) from webhook_signing_secrets s where s.webhook_id = w.id and s.expires_at is null) as secret_created_at,
+         (select max(s.expires_at) from webhook_signing_secrets s where s.webhook_id = w.id and s.expires_at > now()) as previous_secret_expires_at
+    from webhooks w`;
+
+type Q = Pick<pg.ClientBase, 'query'>;
+
+export async function listWebhooks(q: Q, ref: string): Promise<WebhookRow[]> {
+  return (await q.query(`${SELECT} where w.project_ref = $1 order by w.created_at, w.id`, [ref])).rows;
+}
+
+export async function getWebhook(q: Q, ref: string, id: string, lock = false): Promise<WebhookRow | undefined> {
+  const r = await q.query(`${SELECT} where w.project_ref = $1 and w.id = $2${lock ? ' for update of w' : ''}`, [ref, id]);
+  return r.rows[0];
+}
+
+export interface WebhookFields {
+  name: string;
+  schema: string;
+  table: string;
+  events: WebhookEvent[];
+  url: string;
+  headers: Record<string, string>;
+  timeout_ms: number;
+  enabled: boolean;
+}
+
+export async function insertWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
+  await q.query(
+    `insert into webhooks (id, project_ref, name, schema_name, table_name, events, url, headers, timeout_ms, enabled)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+    [id, ref, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled],
+  );
+}
+
+export async function updateWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
+  await q.query(
+    `update webhooks set name = $3, schema_name = $4, table_name = $5, events = $6, url = $7, headers = $8, timeout_ms = $9,
+            enabled = $10, updated_at = now()
+      where project_ref = $1 and id = $2`,
+    [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled],
+  );
+}
+
+export async function deleteWebhook(q: Q, ref: string, id: string): Promise<WebhookRow | undefined> {
+  const w = await getWebhook(q, ref, id, true);
+  if (w) await q.query('delete from webhooks where project_ref = $1 and id = $2', [ref, id]);
+  return w;
+}
+
+export const newSigningSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
+
+/** Stores a new current signing secret and returns it; this is the only time it is in clear. */
+export async function addSigningSecret(q: Q, box: SecretBox, webhookId: string): Promise<string> {
+  const secret = newSigningSecret();
+  await q.query('insert into webhook_signing_secrets (webhook_id, secret_enc) values ($1, $2)', [webhookId, box.seal(secret, aad.signingSecret(webhookId))]);
+  return secret;
+}
+
+/**
+ * Rotation: the current secret expires after the grace period, secrets already past their expiry
+ * are removed, and a new current secret is issued.
+ */
+export async function rotateSigningSecret(q: Q, box: SecretBox, webhookId: string, graceMs: number): Promise<string> {
+  await q.query('delete from webhook_signing_secrets where webhook_id = $1 and expires_at <= now()', [webhookId]);
+  await q.query(
+    `update webhook_signing_secrets set expires_at = now() + make_interval(secs => $2::double precision / 1000)
+      where webhook_id = $1 and expires_at is null`,
+    [webhookId, graceMs],
+  );
+  return addSigningSecret(q, box, webhookId);
+}

@@ -1,0 +1,230 @@
+// Database webhooks: /v1/projects/{ref}/webhooks[/{id}]. A webhook lives in the control database;
+// its trigger lives on the watched table in the project database and enqueues into base.outbox.
+// Creating one enables the project's outbox first (schema base, slot, Debezium connector), so the
+// trigger has a function to call and nothing it enqueues can be missed.
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.js';
+import { withTransaction } from '../db/pool.js';
+import { makeAllowList } from '../delivery/guard/address.js';
+import { ApiError } from '../errors.js';
+import { ensureOutboxEnabled } from '../outbox/service.js';
+import { dropWebhookTrigger, installWebhookTrigger } from '../outbox/webhook-triggers.js';
+import { recordAudit } from './audit.js';
+import { tableExists, withProjectDb } from './project-db.js';
+import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, timestamp } from './schemas.js';
+import { MAX_HEADERS, HEADER_VALUE_MAX, TIMEOUT_MAX_MS, TIMEOUT_MIN_MS, URL_MAX_LENGTH, checkHeaders, checkWebhookUrl, parseTableName, type WebhookEvent } from './webhook-input.js';
+import {
+  addSigningSecret, deleteWebhook, getWebhook, insertWebhook, listWebhooks, rotateSigningSecret, updateWebhook, webhookRecord,
+  type WebhookFields,
+} from './webhook-store.js';
+
+type Ctx = Pick<AppContext, 'db' | 'box' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
+
+const fields = {
+  name: { type: 'string', minLength: 1, maxLength: 200, description: 'display name; defaults to the table' },
+  table: { type: 'string', minLength: 3, maxLength: 200, description: 'schema.table, schema public or api; must exist' },
+  events: { type: 'array', minItems: 1, maxItems: 3, uniqueItems: true, items: { type: 'string', enum: ['INSERT', 'UPDATE', 'DELETE'] } },
+  url: { type: 'string', minLength: 1, maxLength: URL_MAX_LENGTH, description: 'http(s); literal private addresses are refused' },
+  headers: {
+    type: 'object',
+    maxProperties: MAX_HEADERS,
+    additionalProperties: { type: 'string', maxLength: HEADER_VALUE_MAX },
+    description: 'extra request headers; values may contain {{secret:NAME}}',
+  },
+  timeout_ms: { type: 'integer', minimum: TIMEOUT_MIN_MS, maximum: TIMEOUT_MAX_MS, description: `default 10000` },
+  enabled: { type: 'boolean', description: 'default true; false removes the trigger until re-enabled' },
+} as const;
+
+const createBody = { type: 'object', additionalProperties: false, required: ['table', 'events', 'url'], properties: fields } as const;
+const patchBody = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: { ...fields, rotate_secret: { type: 'boolean', description: 'true issues a new signing secret, returned once' } },
+} as const;
+
+const record = {
+  type: 'object',
+  properties: {
+    id: { type: 'string', format: 'uuid' },
+    name: { type: 'string' },
+    table: { type: 'string' },
+    events: { type: 'array', items: { type: 'string' } },
+    url: { type: 'string' },
+    headers: { type: 'object', additionalProperties: { type: 'string' } },
+    timeout_ms: { type: 'integer' },
+    enabled: { type: 'boolean' },
+    signing_secret_created_at: { type: ['string', 'null'], format: 'date-time' },
+    previous_secret_expires_at: { type: ['string', 'null'], format: 'date-time' },
+    created_at: timestamp,
+    updated_at: timestamp,
+  },
+} as const;
+const withSecret = { ...record, properties: { ...record.properties, signing_secret: { type: 'string', description: 'whsec_…, shown once' } } } as const;
+
+const idParams = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['ref', 'id'],
+  properties: { ref, id: { type: 'string', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' } },
+} as const;
+const refOnly = { type: 'object', additionalProperties: false, required: ['ref'], properties: { ref } } as const;
+
+interface Body {
+  name?: string;
+  table?: string;
+  events?: WebhookEvent[];
+  url?: string;
+  headers?: Record<string, string>;
+  timeout_ms?: number;
+  enabled?: boolean;
+  rotate_secret?: boolean;
+}
+
+const origin = (url: string) => new URL(url).origin;
+
+export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
+  const allow = makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS);
+  const tag = { tags: ['webhooks'], ...owner };
+
+  /** Validates the parts of a body a schema cannot, and checks a new table exists. */
+  async function vet(refName: string, b: Body) {
+    const url = b.url === undefined ? undefined : checkWebhookUrl(b.url, allow);
+    const headers = b.headers === undefined ? undefined : checkHeaders(b.headers);
+    const target = b.table === undefined ? undefined : parseTableName(b.table);
+    if (target) {
+      const found = await withProjectDb(ctx, refName, (c) => tableExists(c, target.schema, target.table));
+      if (!found) throw new ApiError('table_not_found', `The table ${target.schema}.${target.table} does not exist in the project database.`);
+    }
+    return { url, headers, target };
+  }
+
+  app.post<{ Params: { ref: string }; Body: Body }>(
+    '/v1/projects/:ref/webhooks',
+    {
+      bodyLimit: MANAGEMENT_BODY_LIMIT,
+      schema: { ...tag, summary: 'Create a webhook (the response carries signing_secret, once)', params: refOnly, querystring: noQuery, body: createBody, response: { 201: withSecret, ...errorResponses } },
+    },
+    async (req, reply) => {
+      const refName = req.params.ref;
+      const b = req.body;
+      const v = await vet(refName, b);
+      await ensureOutboxEnabled(ctx, refName);
+      const id = randomUUID();
+      const f: WebhookFields = {
+        name: b.name ?? b.table!,
+        schema: v.target!.schema,
+        table: v.target!.table,
+        events: b.events!,
+        url: v.url!,
+        headers: v.headers ?? {},
+        timeout_ms: b.timeout_ms ?? ctx.cfg.WEBHOOK_TIMEOUT_DEFAULT_MS,
+        enabled: b.enabled ?? true,
+      };
+      const secret = await withTransaction(ctx.db, async (c) => {
+        await insertWebhook(c, refName, id, f);
+        const s = await addSigningSecret(c, ctx.box, id);
+        await recordAudit(c, req, refName, {
+          action: 'webhook.create',
+          resourceType: 'webhook',
+          resourceId: id,
+          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled },
+        });
+        // Last, so a failure here rolls the webhook back; the trigger commits in its own database.
+        if (f.enabled) await withProjectDb(ctx, refName, (pc) => installWebhookTrigger(pc, { id, schema: f.schema, table: f.table, events: f.events }));
+        return s;
+      });
+      const row = await getWebhook(ctx.db, refName, id);
+      return reply.code(201).send({ ...webhookRecord(row!), signing_secret: secret });
+    },
+  );
+
+  app.get<{ Params: { ref: string } }>(
+    '/v1/projects/:ref/webhooks',
+    { preValidation: refuseBody, schema: { ...tag, summary: "The project's webhooks (never their secrets)", params: refOnly, querystring: noQuery, response: { 200: { type: 'array', items: record }, ...errorResponses } } },
+    async (req) => (await listWebhooks(ctx.db, req.params.ref)).map(webhookRecord),
+  );
+
+  app.get<{ Params: { ref: string; id: string } }>(
+    '/v1/projects/:ref/webhooks/:id',
+    { preValidation: refuseBody, schema: { ...tag, summary: 'One webhook', params: idParams, querystring: noQuery, response: { 200: record, ...errorResponses } } },
+    async (req) => {
+      const w = await getWebhook(ctx.db, req.params.ref, req.params.id);
+      if (!w) throw new ApiError('webhook_not_found');
+      return webhookRecord(w);
+    },
+  );
+
+  app.patch<{ Params: { ref: string; id: string }; Body: Body }>(
+    '/v1/projects/:ref/webhooks/:id',
+    {
+      bodyLimit: MANAGEMENT_BODY_LIMIT,
+      schema: {
+        ...tag,
+        summary: 'Change a webhook; {"rotate_secret": true} returns a new signing_secret once',
+        params: idParams,
+        querystring: noQuery,
+        body: patchBody,
+        response: { 200: withSecret, ...errorResponses },
+      },
+    },
+    async (req) => {
+      const { ref: refName, id } = req.params;
+      const b = req.body;
+      const v = await vet(refName, b);
+      const touchesTrigger = b.table !== undefined || b.events !== undefined || b.enabled !== undefined;
+      if (touchesTrigger) await ensureOutboxEnabled(ctx, refName);
+      const secret = await withTransaction(ctx.db, async (c) => {
+        const cur = await getWebhook(c, refName, id, true);
+        if (!cur) throw new ApiError('webhook_not_found');
+        const next: WebhookFields = {
+          name: b.name ?? cur.name,
+          schema: v.target?.schema ?? cur.schema_name,
+          table: v.target?.table ?? cur.table_name,
+          events: b.events ?? cur.events,
+          url: v.url ?? cur.url,
+          headers: v.headers ?? cur.headers,
+          timeout_ms: b.timeout_ms ?? cur.timeout_ms,
+          enabled: b.enabled ?? cur.enabled,
+        };
+        const changed = (Object.keys(next) as (keyof WebhookFields)[]).filter((k) => JSON.stringify(next[k]) !== JSON.stringify(k === 'schema' ? cur.schema_name : k === 'table' ? cur.table_name : cur[k]));
+        if (changed.length) {
+          await updateWebhook(c, refName, id, next);
+          await recordAudit(c, req, refName, { action: 'webhook.update', resourceType: 'webhook', resourceId: id, details: { fields: changed } });
+        }
+        const s = b.rotate_secret ? await rotateSigningSecret(c, ctx.box, id, ctx.cfg.SIGNING_SECRET_GRACE) : undefined;
+        if (s) await recordAudit(c, req, refName, { action: 'webhook.rotate_secret', resourceType: 'webhook', resourceId: id, details: { grace_ms: ctx.cfg.SIGNING_SECRET_GRACE } });
+        if (changed.some((k) => k === 'schema' || k === 'table' || k === 'events' || k === 'enabled')) {
+          await withProjectDb(ctx, refName, async (pc) => {
+            await dropWebhookTrigger(pc, { id, schema: cur.schema_name, table: cur.table_name });
+            if (next.enabled) await installWebhookTrigger(pc, { id, schema: next.schema, table: next.table, events: next.events });
+          });
+        }
+        return s;
+      });
+      const row = webhookRecord((await getWebhook(ctx.db, refName, id))!);
+      return secret ? { ...row, signing_secret: secret } : row;
+    },
+  );
+
+  app.delete<{ Params: { ref: string; id: string } }>(
+    '/v1/projects/:ref/webhooks/:id',
+    { preValidation: refuseBody, schema: { ...tag, summary: 'Delete a webhook and its trigger', params: idParams, querystring: noQuery, response: { 204: { type: 'null', description: 'deleted' }, ...errorResponses } } },
+    async (req, reply) => {
+      const { ref: refName, id } = req.params;
+      await withTransaction(ctx.db, async (c) => {
+        const w = await deleteWebhook(c, refName, id);
+        if (!w) throw new ApiError('webhook_not_found');
+        await recordAudit(c, req, refName, { action: 'webhook.delete', resourceType: 'webhook', resourceId: id, details: { name: w.name, table: `${w.schema_name}.${w.table_name}` } });
+        await withProjectDb(ctx, refName, (pc) => dropWebhookTrigger(pc, { id, schema: w.schema_name, table: w.table_name })).catch((err) => {
+          // An unreachable project database must not keep a webhook alive: messages its leftover
+          // trigger enqueues name a deleted webhook, and the dispatcher marks those dead unsent.
+          if ((err as ApiError).code !== 'service_unavailable') throw err;
+          ctx.log.warn({ project: refName, webhook: id }, 'webhook deleted; its trigger could not be dropped yet');
+        });
+      });
+      return reply.code(204).send();
+    },
+  );
+}
