@@ -82,6 +82,10 @@ const schema = z.object({
   OUTBOUND_ALLOW_CIDRS: csv.optional(),
   SIGNING_SECRET_GRACE: duration.prefault('24h'),
   RESPONSE_BODY_LIMIT: z.coerce.number().int().min(0).max(65536).default(4096),
+  /** How long the dispatcher caches webhook configuration and secret values read at send time. */
+  DELIVERY_CONFIG_TTL: duration.prefault('1s'),
+  /** How often the dispatcher commits outbox offsets whose outcomes are recorded. */
+  DISPATCH_COMMIT_INTERVAL: duration.prefault('1s'),
 
   // Email.
   /** Platform default SMTP, smtp://user:pass@host:port; unset in development means the mail sink. */

@@ -6,6 +6,7 @@ import { closeContext, createContext, resolveEndpoints } from '../app.js';
 import { createLogger } from '../lib/logger.js';
 import { createProject, ensureOwner, issueOwnerToken, revokeOwnerToken, setPlan, projectUrl, type Plan } from '../management/projects.js';
 import type { AppContext } from '../context.js';
+import { rebuildDeliveries } from '../delivery/projector.js';
 
 const PLANS = ['free', 'pro', 'enterprise'];
 
@@ -14,11 +15,14 @@ const usage = `usage: npm run admin -- <command>
   issue-token --owner <email> [--name <name>]
   revoke-token --token <token-or-id>
   set-plan --ref <ref> --plan <plan>
-  list-projects`;
+  list-projects
+  rebuild-deliveries [--project <ref>]   replay the delivery-events topic into the deliveries tables`;
 
 type Handler = (ctx: AppContext, v: Record<string, string | undefined>) => Promise<unknown>;
 
 const commands: Record<string, Handler> = {
+  'rebuild-deliveries': (ctx, v) =>
+    rebuildDeliveries(ctx, { project: v.project, progress: (done, total) => process.stderr.write(`\rreplayed ${done}/${total} events${done >= total ? "\n" : ""}`) }),
   'create-project': async (ctx, v) => {
     need(v, 'ref', 'plan');
     if (!PLANS.includes(v.plan!)) throw new Error(`--plan must be one of ${PLANS.join(', ')}`);

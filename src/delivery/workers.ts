@@ -1,11 +1,57 @@
-// The background roles of this process (dispatcher, projector, ...), started per ROLES.
+// The background roles of this process (dispatcher, projector), started per ROLES.
 import type { AppContext } from '../context.js';
+import { startDispatchConsumer } from './dispatcher.js';
+import { DeliveryDirectory } from './directory.js';
+import { createGuardedDispatcher } from './guard/agent.js';
+import { makeAllowList } from './guard/address.js';
+import { noRetries, type RetryLadder } from './ladder.js';
+import { AttemptPipeline } from './pipeline.js';
+import { startProjector } from './projector.js';
+import { OutcomeRecorder } from './recorder.js';
 
 export interface Worker {
   name: string;
   stop(): Promise<void>;
 }
 
-export async function startWorkers(_ctx: AppContext, _roles: string[]): Promise<Worker[]> {
-  return [];
+export const dispatcherGroup = (ctx: Pick<AppContext, 'cfg'>) => `${ctx.cfg.TOPIC_PREFIX}.dispatcher`;
+
+/** Everything an attempt needs, shared by the main dispatcher and (issue 5) the retry consumers. */
+export function createPipeline(ctx: AppContext, ladder: RetryLadder = noRetries) {
+  // Keep-alive pooled connections per origin; the limit on attempts in flight is the dispatcher's.
+  const http = createGuardedDispatcher({ allow: makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS), keepAliveTimeout: 4_000 });
+  const recorder = new OutcomeRecorder(ctx);
+  const pipeline = new AttemptPipeline({ ctx, directory: new DeliveryDirectory(ctx), http, recorder, ladder });
+  return {
+    pipeline,
+    async close() {
+      await recorder.close();
+      await http.close();
+    },
+  };
+}
+
+export async function startWorkers(ctx: AppContext, roles: string[]): Promise<Worker[]> {
+  const workers: Worker[] = [];
+  if (roles.includes('dispatcher')) {
+    const { pipeline, close } = createPipeline(ctx);
+    const consumer = await startDispatchConsumer({
+      ctx,
+      name: 'dispatcher',
+      groupId: dispatcherGroup(ctx),
+      topics: [ctx.topics.outbox],
+      pipeline,
+      concurrency: ctx.cfg.DISPATCH_CONCURRENCY,
+      commitIntervalMs: ctx.cfg.DISPATCH_COMMIT_INTERVAL,
+    });
+    workers.push({
+      name: 'dispatcher',
+      async stop() {
+        await consumer.stop();
+        await close();
+      },
+    });
+  }
+  if (roles.includes('projector')) workers.push(await startProjector(ctx));
+  return workers;
 }

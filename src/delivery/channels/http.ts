@@ -1,0 +1,69 @@
+// base.http_request(...): the request as written, rendered with the project's secrets in memory,
+// sent through the guarded dispatcher under timeout_ms (default WEBHOOK_TIMEOUT_DEFAULT_MS).
+//
+// Body encoding: a JSON string body is sent as that text (text/plain unless a content-type header
+// is given), any other non-null JSON value is sent as JSON (application/json unless given), null
+// sends no body.
+import type { HttpPayload, OutboxMessage } from '../message.js';
+import { placeholderNames, scrub, substitute, substituteJson } from '../render.js';
+import { sendHttp, type OutboundRequest } from '../http-send.js';
+import type { AttemptOutcome } from '../outcome.js';
+import type { Channel, ChannelDeps } from './channel.js';
+
+export const httpChannel: Channel = {
+  async describe(msg) {
+    const p = msg.payload as HttpPayload;
+    return { target: p.url, method: p.method, webhookId: null };
+  },
+
+  async attempt(msg, deps) {
+    const p = msg.payload as HttpPayload;
+    const headers = p.headers ?? {};
+    return renderAndSend(msg, deps, { method: p.method, url: p.url, headers, body: p.body }, p.timeout_ms);
+  },
+};
+
+interface Written {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** Shared by http and webhook: substitute secrets, send, scrub secret values from what is kept. */
+export async function renderAndSend(
+  msg: OutboxMessage,
+  deps: ChannelDeps,
+  written: Written,
+  timeoutMs: number | null | undefined,
+  extraHeaders: Record<string, string> = {},
+  rawBody?: string,
+): Promise<AttemptOutcome> {
+  const names = placeholderNames(written.url, written.headers, rawBody === undefined ? written.body : null);
+  const secrets = names.length > 0 ? await deps.directory.secrets(msg.project, names) : new Map<string, string>();
+  const unknown = names.find((n) => !secrets.has(n));
+  // Section 3: an unknown secret is "failed" (it may be created before the next attempt).
+  if (unknown) return { outcome: 'failed', error: `unknown secret ${unknown}`, durationMs: 0 };
+
+  const headers = substituteJson(written.headers, secrets) as Record<string, string>;
+  let body: string | undefined = rawBody;
+  if (body === undefined && written.body !== null && written.body !== undefined) {
+    const rendered = substituteJson(written.body, secrets);
+    const text = typeof rendered === 'string';
+    body = text ? (rendered as string) : JSON.stringify(rendered);
+    if (!hasHeader(headers, 'content-type')) headers['content-type'] = text ? 'text/plain; charset=utf-8' : 'application/json';
+  }
+  const req: OutboundRequest = { method: written.method, url: substitute(written.url, secrets), headers: { ...headers, ...extraHeaders }, body };
+  const outcome = await sendHttp(req, {
+    dispatcher: deps.http,
+    timeoutMs: timeoutMs ?? deps.ctx.cfg.WEBHOOK_TIMEOUT_DEFAULT_MS,
+    bodyLimit: deps.ctx.cfg.RESPONSE_BODY_LIMIT,
+  });
+  if (secrets.size > 0) {
+    if (outcome.error) outcome.error = scrub(outcome.error, secrets);
+    if (outcome.responseBody) outcome.responseBody = scrub(outcome.responseBody, secrets);
+  }
+  return outcome;
+}
+
+export const hasHeader = (h: Record<string, string>, name: string) => Object.keys(h).some((k) => k.toLowerCase() === name);

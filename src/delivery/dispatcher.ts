@@ -1,0 +1,161 @@
+// The dispatcher: a kafkajs consumer group that makes delivery attempts.
+//
+// eachBatch starts an attempt per record (bounded by DISPATCH_CONCURRENCY per consumer) and returns
+// without waiting for them, so the next batch is fetched while slow targets are still answering.
+// Offsets are resolved for fetching only; commits are ours (autoCommit off): every
+// DISPATCH_COMMIT_INTERVAL each partition commits up to its oldest unfinished record, and a record
+// is finished only once its outcome is recorded (event + ledger). A consumer killed at any moment
+// therefore loses nothing: everything after its last commit is fetched again, and records whose
+// outcome is already in the ledger are skipped instead of sent again.
+//
+// Used for the main outbox topic here; the retry ladder (issue 5) can run the same consumer on its
+// retry topics with a `gate` that pauses a partition until its head record is due.
+import type { Consumer, EachBatchPayload } from 'kafkajs';
+import type { AppContext } from '../context.js';
+import { attemptKey, decodeMessage, MalformedMessageError, type OutboxMessage } from './message.js';
+import { Limiter, PartitionTracker, RecentKeys } from './offsets.js';
+import type { AttemptPipeline } from './pipeline.js';
+import { alreadyRecorded } from './recorder.js';
+import type { Worker } from './workers.js';
+
+export interface DispatchConsumerOptions {
+  ctx: AppContext;
+  name: string;
+  groupId: string;
+  topics: string[];
+  pipeline: AttemptPipeline;
+  concurrency: number;
+  commitIntervalMs: number;
+  /** how long stop() waits for in-flight attempts before committing and leaving anyway */
+  drainTimeoutMs?: number;
+}
+
+export async function startDispatchConsumer(opts: DispatchConsumerOptions): Promise<Worker> {
+  const { ctx, pipeline } = opts;
+  const log = ctx.log.child({ component: opts.name });
+  const consumer: Consumer = ctx.kafka.consumer({
+    groupId: opts.groupId,
+    allowAutoTopicCreation: false,
+    sessionTimeout: 30_000,
+    heartbeatInterval: 3_000,
+    maxWaitTimeInMs: 500,
+  });
+  const limiter = new Limiter(opts.concurrency);
+  const recent = new RecentKeys();
+  const inflight = new Map<string, Promise<boolean>>(); // resolves true once the outcome is recorded
+  let trackers = new Map<string, PartitionTracker>();
+  let stopping = false;
+
+  // A (re)join restarts fetching from the committed offsets: trackers start afresh, and records
+  // fetched again while their first copy is still in flight attach to it instead of a second send.
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    trackers = new Map();
+  });
+
+  const trackerFor = (topic: string, partition: number) => {
+    const k = `${topic}:${partition}`;
+    let t = trackers.get(k);
+    if (!t) trackers.set(k, (t = new PartitionTracker()));
+    return t;
+  };
+
+  async function commit(): Promise<void> {
+    const pending: { topic: string; partition: number; offset: number; tracker: PartitionTracker }[] = [];
+    for (const [k, tracker] of trackers) {
+      const offset = tracker.committable();
+      if (offset === null) continue;
+      const i = k.lastIndexOf(':');
+      pending.push({ topic: k.slice(0, i), partition: Number(k.slice(i + 1)), offset, tracker });
+    }
+    if (pending.length === 0) return;
+    try {
+      await consumer.commitOffsets(pending.map((p) => ({ topic: p.topic, partition: p.partition, offset: String(p.offset) })));
+      for (const p of pending) p.tracker.markCommitted(p.offset);
+    } catch (err) {
+      // Typically a rebalance in progress: the next tick (or the next owner) commits.
+      log.debug({ err }, 'offset commit failed');
+    }
+  }
+
+  async function eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    const tracker = trackerFor(batch.topic, batch.partition);
+    const records = batch.messages.map((m) => {
+      try {
+        return { offset: m.offset, msg: decodeMessage(m) as OutboxMessage | null };
+      } catch (err) {
+        if (!(err instanceof MalformedMessageError)) throw err;
+        log.error({ topic: batch.topic, partition: batch.partition, offset: m.offset, reason: err.message }, 'skipping a malformed outbox record');
+        return { offset: m.offset, msg: null };
+      }
+    });
+    const candidates = records.flatMap((r) => (r.msg && !recent.has(attemptKey(r.msg)) && !inflight.has(attemptKey(r.msg)) ? [r.msg] : []));
+    const recorded = await alreadyRecorded(ctx.db, candidates);
+
+    for (const { offset, msg } of records) {
+      if (stopping || !isRunning() || isStale()) break;
+      const n = Number(offset);
+      const key = msg ? attemptKey(msg) : '';
+      tracker.begin(n);
+      if (!msg || recorded.has(key) || recent.has(key)) {
+        if (msg) log.debug({ message: msg.id, run: msg.run, attempt: msg.attempt }, 'outcome already recorded; not sending again');
+        tracker.finish(n);
+        resolveOffset(offset);
+        continue;
+      }
+      const running = inflight.get(key);
+      if (running) {
+        void running.then((ok) => ok && tracker.finish(n));
+        resolveOffset(offset);
+        continue;
+      }
+      // Began but not finished: if we stop here, this record holds the commit point and is fetched again.
+      if (!(await limiter.acquire(heartbeat, () => stopping || !isRunning()))) break;
+      const p = pipeline
+        .process(msg)
+        .then(() => {
+          recent.add(key);
+          tracker.finish(n);
+          return true;
+        })
+        .catch((err) => {
+          log.error({ err, message: msg.id }, 'recording an outcome failed; the record stays uncommitted and is attempted again after a restart');
+          return false;
+        })
+        .finally(() => {
+          inflight.delete(key);
+          limiter.release();
+        });
+      inflight.set(key, p);
+      resolveOffset(offset);
+    }
+    await heartbeat().catch(() => {});
+  }
+
+  await consumer.connect();
+  for (const topic of opts.topics) await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: Math.max(1, ctx.cfg.OUTBOX_PARTITIONS),
+    eachBatch,
+  });
+  const timer = setInterval(() => void commit(), opts.commitIntervalMs);
+  log.info({ group: opts.groupId, topics: opts.topics, concurrency: opts.concurrency }, 'dispatcher started');
+
+  return {
+    name: opts.name,
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      consumer.pause(opts.topics.map((topic) => ({ topic })));
+      const drained = await Promise.race([limiter.idle().then(() => true), sleep(opts.drainTimeoutMs ?? 25_000).then(() => false)]);
+      if (!drained) log.warn({ inflight: limiter.active }, 'stopping with attempts still in flight; they will be made again by the next owner');
+      clearInterval(timer);
+      await commit();
+      await consumer.disconnect();
+      log.info('dispatcher stopped');
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref?.());

@@ -1,0 +1,95 @@
+// Delivery events on the events topic, Avro-encoded with the schemas in schemas/*.avsc (one record
+// per file, each with a "version" attribute). Every record carries headers `event-type` (the record
+// name) and `schema-version`, so a reader picks the writer schema without a registry, and old
+// events stay readable after a schema evolves (keep every published version's file; resolve with
+// avsc's createResolver when a reader's version differs). Keyed by message id: all events of one
+// delivery are in one partition, in the order they were produced.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import avro from 'avsc';
+import type { IHeaders } from 'kafkajs';
+import { repoRoot } from '../config.js';
+
+export interface DeliveryQueued {
+  message_id: string;
+  project: string;
+  kind: string;
+  run: number;
+  webhook_id: string | null;
+  target: string;
+  method: string | null;
+  callback_function: string | null;
+  /** epoch microseconds */
+  message_created_at: number;
+  queued_at: number;
+}
+
+export interface DeliveryAttempted {
+  message_id: string;
+  project: string;
+  kind: string;
+  run: number;
+  attempt: number;
+  webhook_id: string | null;
+  target: string;
+  method: string | null;
+  callback_function: string | null;
+  message_created_at: number;
+  outcome: 'delivered' | 'failed' | 'dead';
+  status: 'delivered' | 'failed' | 'dead';
+  final: boolean;
+  http_status: number | null;
+  smtp_code: number | null;
+  error: string | null;
+  response_body: string | null;
+  retry_after_ms: number | null;
+  next_attempt_at: number | null;
+  started_at: number;
+  finished_at: number;
+  duration_ms: number;
+}
+
+export type DeliveryEvent =
+  | { type: 'DeliveryQueued'; version: number; data: DeliveryQueued }
+  | { type: 'DeliveryAttempted'; version: number; data: DeliveryAttempted };
+
+interface Loaded {
+  name: string;
+  version: number;
+  type: avro.Type;
+}
+
+function loadSchemas(dir = path.join(repoRoot, 'schemas')): Map<string, Loaded> {
+  const out = new Map<string, Loaded>();
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.avsc'))) {
+    const json = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as { name: string; version?: number };
+    const version = json.version ?? 1;
+    out.set(`${json.name}@${version}`, { name: json.name, version, type: avro.Type.forSchema(json as avro.Schema) });
+  }
+  return out;
+}
+
+const schemas = loadSchemas();
+const latest = new Map<string, Loaded>();
+for (const s of schemas.values()) if ((latest.get(s.name)?.version ?? 0) < s.version) latest.set(s.name, s);
+
+export function encodeEvent(ev: Omit<DeliveryEvent, 'version'>): { key: string; value: Buffer; headers: Record<string, string> } {
+  const schema = latest.get(ev.type);
+  if (!schema) throw new Error(`no schema for event ${ev.type}`);
+  return {
+    key: ev.data.message_id,
+    value: schema.type.toBuffer(ev.data),
+    headers: { 'event-type': ev.type, 'schema-version': String(schema.version), 'content-type': 'application/avro', project: ev.data.project },
+  };
+}
+
+/** Decodes one record; null for an event type or version this build does not know (skipped). */
+export function decodeEvent(headers: IHeaders | undefined, value: Buffer | null): DeliveryEvent | null {
+  const type = headers?.['event-type']?.toString();
+  const version = Number(headers?.['schema-version']?.toString() ?? '1');
+  const writer = type ? schemas.get(`${type}@${version}`) : undefined;
+  if (!writer || !value) return null;
+  const reader = latest.get(writer.name)!;
+  const data = reader === writer ? writer.type.fromBuffer(value) : reader.type.fromBuffer(value, reader.type.createResolver(writer.type));
+  return { type, version, data } as DeliveryEvent;
+}

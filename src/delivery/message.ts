@@ -1,0 +1,172 @@
+// The outbox message as the delivery side sees it: the JSON value Debezium wrote (the request as
+// written, placeholders and all) plus an envelope carried in Kafka headers.
+//
+// Envelope headers — the contract between the dispatcher and the retry ladder (issue 5):
+//   id, kind, project   set by the Debezium connector on the main outbox topic; always present
+//   run                 attempt sequence, 1 for the original message; a manual retry or a bulk
+//                       replay republishes the message with run + 1 (the budget restarts per run)
+//   attempt             the number (1-based, within the run) of the attempt this record asks for;
+//                       the ladder republishes a failed message with attempt + 1
+//   first-created-at    ISO time the message was first enqueued (the payload's created_at); the
+//                       24 h age limit counts from here, across attempts and runs
+//   due-at              epoch milliseconds before which the attempt must not be made; a retry
+//                       consumer pauses its partition until the head record is due
+// Records without run/attempt/first-created-at/due-at (everything Debezium writes) mean run 1,
+// attempt 1, created_at from the payload, due now. The value bytes are never re-encoded when a
+// message is republished, so what is on the retry and dead topics is exactly what SQL enqueued.
+import type { IHeaders, KafkaMessage } from 'kafkajs';
+
+export type MessageKind = 'webhook' | 'http' | 'email';
+export const KINDS: readonly MessageKind[] = ['webhook', 'http', 'email'];
+
+/** base.http_request(...) as enqueued. */
+export interface HttpPayload {
+  id: string;
+  kind: 'http';
+  created_at: string;
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  callback_function: string | null;
+  timeout_ms: number | null;
+}
+
+/** base.send_email(...) as enqueued. */
+export interface EmailPayload {
+  id: string;
+  kind: 'email';
+  created_at: string;
+  recipient: string;
+  subject: string;
+  html: string | null;
+  text: string | null;
+  callback_function: string | null;
+}
+
+/** The 2.6 payload a database webhook sends (built by base.webhook_trigger). */
+export interface WebhookEventPayload {
+  type: 'INSERT' | 'UPDATE' | 'DELETE';
+  schema: string;
+  table: string;
+  record: Record<string, unknown> | null;
+  old_record: Record<string, unknown> | null;
+  webhook_id: string;
+  occurred_at: string;
+  truncated?: boolean;
+  truncated_columns?: string[];
+}
+
+export interface WebhookPayload {
+  id: string;
+  kind: 'webhook';
+  created_at: string;
+  webhook_id: string;
+  payload: WebhookEventPayload;
+}
+
+export type Payload = HttpPayload | EmailPayload | WebhookPayload;
+
+export interface OutboxMessage {
+  id: string;
+  project: string;
+  kind: MessageKind;
+  payload: Payload;
+  run: number;
+  attempt: number;
+  /** ISO time of the first enqueue; the age budget counts from here */
+  firstCreatedAt: string;
+  /** epoch ms when this attempt is due (0: now) */
+  dueAt: number;
+  /** the record's value exactly as it arrived; republish this, never a re-serialisation */
+  rawValue: Buffer;
+}
+
+export class MalformedMessageError extends Error {}
+
+const header = (h: IHeaders | undefined, name: string): string | undefined => {
+  const v = h?.[name];
+  if (v === undefined || v === null) return undefined;
+  const one = Array.isArray(v) ? v[0] : v;
+  return one === undefined ? undefined : one.toString();
+};
+
+const positiveInt = (s: string | undefined, fallback: number): number => {
+  if (s === undefined) return fallback;
+  const n = Number(s);
+  if (!Number.isInteger(n) || n < 1) throw new MalformedMessageError(`bad envelope number "${s}"`);
+  return n;
+};
+
+/** Reads a record of the outbox, retry or dead topic. Throws MalformedMessageError on garbage. */
+export function decodeMessage(record: Pick<KafkaMessage, 'headers' | 'value' | 'key'>): OutboxMessage {
+  if (!record.value) throw new MalformedMessageError('record without a value');
+  let payload: Payload;
+  try {
+    payload = JSON.parse(record.value.toString('utf8'));
+  } catch {
+    throw new MalformedMessageError('record value is not JSON');
+  }
+  const id = header(record.headers, 'id') ?? payload?.id ?? record.key?.toString();
+  const kind = (header(record.headers, 'kind') ?? payload?.kind) as MessageKind;
+  const project = header(record.headers, 'project');
+  if (!id || !/^[0-9a-f-]{36}$/i.test(id)) throw new MalformedMessageError('record without a message id');
+  if (!KINDS.includes(kind)) throw new MalformedMessageError(`unknown kind "${kind}"`);
+  if (!project) throw new MalformedMessageError('record without a project header');
+  if (typeof payload !== 'object' || payload === null) throw new MalformedMessageError('payload is not an object');
+  const due = header(record.headers, 'due-at');
+  return {
+    id,
+    project,
+    kind,
+    payload,
+    run: positiveInt(header(record.headers, 'run'), 1),
+    attempt: positiveInt(header(record.headers, 'attempt'), 1),
+    firstCreatedAt: header(record.headers, 'first-created-at') ?? payload.created_at ?? new Date().toISOString(),
+    dueAt: due ? Number(due) || 0 : 0,
+    rawValue: record.value,
+  };
+}
+
+/**
+ * The Kafka message that carries `msg` to another topic (retry step, dead topic, or the outbox
+ * topic again for a manual retry) with the envelope changed as given. Keyed by message id, so all
+ * records of one message stay in one partition of each topic.
+ */
+export function encodeMessage(
+  msg: OutboxMessage,
+  next: Partial<Pick<OutboxMessage, 'run' | 'attempt' | 'dueAt'>> = {},
+  extraHeaders: Record<string, string> = {},
+): { key: string; value: Buffer; headers: Record<string, string> } {
+  return {
+    key: msg.id,
+    value: msg.rawValue,
+    headers: {
+      id: msg.id,
+      kind: msg.kind,
+      project: msg.project,
+      run: String(next.run ?? msg.run),
+      attempt: String(next.attempt ?? msg.attempt),
+      'first-created-at': msg.firstCreatedAt,
+      'due-at': String(next.dueAt ?? msg.dueAt),
+      ...extraHeaders,
+    },
+  };
+}
+
+/** The callback_function of a message, if it has one (webhooks never do). */
+export function callbackOf(msg: OutboxMessage): string | null {
+  return msg.payload.kind === 'webhook' ? null : (msg.payload.callback_function ?? null);
+}
+
+/** Dedup key of one attempt: a redelivered record with the same key is the same attempt. */
+export const attemptKey = (msg: Pick<OutboxMessage, 'id' | 'run' | 'attempt'>) => `${msg.id}:${msg.run}:${msg.attempt}`;
+
+/** ISO time with up to microsecond digits (as base._enqueue writes it) → epoch microseconds. */
+export function isoToMicros(iso: string): number | undefined {
+  const m = /^(.*T\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?(Z|[+-]\d{2}:?\d{2})$/.exec(iso);
+  if (!m) return undefined;
+  const seconds = Date.parse(`${m[1]}${m[3]}`);
+  if (Number.isNaN(seconds)) return undefined;
+  return seconds * 1000 + Number((m[2] ?? '').padEnd(6, '0'));
+}

@@ -1,0 +1,97 @@
+// Bookkeeping that lets attempts finish out of order while offsets are committed in order: the
+// commit point of a partition is the oldest offset still in flight (or one past the newest seen),
+// so a commit never covers a message whose outcome is not recorded, and a slow message holds back
+// only the commit point of its own partition — never the attempts behind it.
+export class PartitionTracker {
+  readonly #inflight = new Set<number>();
+  #high = -1;
+  #committed = -1;
+
+  begin(offset: number): void {
+    this.#inflight.add(offset);
+    if (offset > this.#high) this.#high = offset;
+  }
+
+  finish(offset: number): void {
+    this.#inflight.delete(offset);
+  }
+
+  /** The offset to commit (Kafka's "next to read"), or null when it would not move forward. */
+  committable(): number | null {
+    if (this.#high < 0) return null;
+    let low = this.#high + 1;
+    for (const o of this.#inflight) if (o < low) low = o;
+    return low > this.#committed ? low : null;
+  }
+
+  markCommitted(offset: number): void {
+    if (offset > this.#committed) this.#committed = offset;
+  }
+
+  get inflight(): number {
+    return this.#inflight.size;
+  }
+}
+
+/** A counting semaphore: at most `max` attempts in flight per consumer. */
+export class Limiter {
+  #active = 0;
+  readonly #waiters: (() => void)[] = [];
+  readonly #idle: (() => void)[] = [];
+
+  constructor(readonly max: number) {}
+
+  /**
+   * Waits for a slot. `whileWaiting` runs about every second (the dispatcher heartbeats there, so
+   * a long wait does not cost the group membership); `cancelled` ends the wait without a slot.
+   */
+  async acquire(whileWaiting: () => Promise<void>, cancelled: () => boolean): Promise<boolean> {
+    while (this.#active >= this.max) {
+      if (cancelled()) return false;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          const i = this.#waiters.indexOf(wake);
+          if (i >= 0) this.#waiters.splice(i, 1);
+          resolve();
+        }, 1000);
+        this.#waiters.push(wake);
+      });
+      if (this.#active >= this.max) await whileWaiting();
+    }
+    if (cancelled()) return false;
+    this.#active++;
+    return true;
+  }
+
+  release(): void {
+    this.#active--;
+    this.#waiters.shift()?.();
+    if (this.#active === 0) this.#idle.splice(0).forEach((f) => f());
+  }
+
+  /** Resolves when nothing is in flight. */
+  idle(): Promise<void> {
+    return this.#active === 0 ? Promise.resolve() : new Promise((r) => this.#idle.push(r));
+  }
+
+  get active(): number {
+    return this.#active;
+  }
+}
+
+/** Attempt keys recorded by this process, newest kept: closes the gap between a batch's ledger query and its attempts. */
+export class RecentKeys {
+  readonly #keys = new Set<string>();
+  constructor(private readonly max = 200_000) {}
+  add(key: string) {
+    this.#keys.add(key);
+    if (this.#keys.size > this.max) this.#keys.delete(this.#keys.values().next().value!);
+  }
+  has(key: string) {
+    return this.#keys.has(key);
+  }
+}

@@ -1,0 +1,104 @@
+// One attempt of one message, from "taken" to "recorded":
+//
+//   1. describe the target (URL as written, or recipient); on the first attempt of a run publish
+//      DeliveryQueued, which makes the delivery visible as `pending` (not awaited: it is ordered
+//      before the outcome event by the recorder, and the attempt need not wait for it)
+//   2. the channel makes the attempt and classifies it (never throws for the target's fault)
+//   3. a failed outcome goes to ladder.onFailed, a dead one to ladder.onDead (the issue-5 seam)
+//   4. DeliveryAttempted is published and the ledger row written (OutcomeRecorder)
+// Only when process() resolves may the dispatcher commit the record's offset.
+import type { Dispatcher } from 'undici';
+import type { AppContext } from '../context.js';
+import { channels } from './channels/registry.js';
+import type { ChannelDeps, DeliveryTarget } from './channels/channel.js';
+import type { DeliveryDirectory } from './directory.js';
+import { encodeEvent, type DeliveryAttempted } from './events.js';
+import type { LadderDecision, RetryLadder } from './ladder.js';
+import { callbackOf, isoToMicros, type OutboxMessage } from './message.js';
+import type { AttemptOutcome } from './outcome.js';
+import type { OutcomeRecorder } from './recorder.js';
+
+export interface PipelineDeps {
+  ctx: AppContext;
+  directory: DeliveryDirectory;
+  http: Dispatcher;
+  recorder: OutcomeRecorder;
+  ladder: RetryLadder;
+}
+
+export class AttemptPipeline {
+  readonly #channelDeps: ChannelDeps;
+
+  constructor(private readonly deps: PipelineDeps) {
+    this.#channelDeps = { ctx: deps.ctx, directory: deps.directory, http: deps.http };
+  }
+
+  async process(msg: OutboxMessage): Promise<void> {
+    const { ctx, recorder, ladder } = this.deps;
+    const channel = channels[msg.kind];
+    const createdAt = isoToMicros(msg.firstCreatedAt) ?? Date.now() * 1000;
+    const target = await channel.describe(msg, this.#channelDeps).catch((): DeliveryTarget => ({ target: '(unknown)', method: null, webhookId: null }));
+    const common = {
+      message_id: msg.id,
+      project: msg.project,
+      kind: msg.kind,
+      run: msg.run,
+      webhook_id: target.webhookId,
+      target: target.target,
+      method: target.method,
+      callback_function: callbackOf(msg),
+      message_created_at: createdAt,
+    };
+    if (msg.attempt === 1) {
+      recorder
+        .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: Date.now() } })])
+        .catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state failed'));
+    }
+
+    const startedAt = Date.now();
+    let outcome: AttemptOutcome;
+    try {
+      outcome = await channel.attempt(msg, this.#channelDeps);
+    } catch (err) {
+      // A bug or an unavailable control DB, not the target's fault: retryable.
+      ctx.log.error({ err, message: msg.id, project: msg.project }, 'delivery attempt crashed');
+      outcome = { outcome: 'failed', error: 'internal error during the attempt', durationMs: Date.now() - startedAt };
+    }
+    const finishedAt = Date.now();
+
+    let decision: LadderDecision | { final: true; status: 'delivered' };
+    if (outcome.outcome === 'failed') decision = await ladder.onFailed(msg, outcome);
+    else {
+      if (outcome.outcome === 'dead') await ladder.onDead(msg, outcome);
+      decision = { final: true, status: outcome.outcome };
+    }
+
+    const event: DeliveryAttempted = {
+      ...common,
+      attempt: msg.attempt,
+      outcome: outcome.outcome,
+      status: decision.status,
+      final: decision.final,
+      http_status: outcome.httpStatus ?? null,
+      smtp_code: outcome.smtpCode ?? null,
+      error: outcome.error ?? null,
+      response_body: outcome.responseBody ?? null,
+      retry_after_ms: outcome.retryAfterMs ?? null,
+      next_attempt_at: 'nextAttemptAt' in decision ? (decision.nextAttemptAt ?? null) : null,
+      started_at: startedAt,
+      finished_at: finishedAt,
+      duration_ms: Math.max(0, Math.round(outcome.durationMs)),
+    };
+    await recorder.record([encodeEvent({ type: 'DeliveryAttempted', data: event })], {
+      messageId: msg.id,
+      run: msg.run,
+      attempt: msg.attempt,
+      outcome: outcome.outcome,
+      final: decision.final,
+    });
+    ctx.log.debug(
+      { message: msg.id, project: msg.project, kind: msg.kind, run: msg.run, attempt: msg.attempt, outcome: outcome.outcome, status: outcome.httpStatus, error: outcome.error, ms: event.duration_ms },
+      'delivery attempt recorded',
+    );
+  }
+}

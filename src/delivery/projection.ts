@@ -1,0 +1,164 @@
+// The deliveries projection: folds delivery events into `deliveries` and `delivery_attempts`.
+// Replay-safe and order-tolerant, so the live projector, a replay after a crash and a full rebuild
+// all converge on the same rows:
+//   - an attempt row is keyed (delivery, run, attempt) and written once;
+//   - a delivery row only moves forward in (run, attempts): DeliveryQueued is (run, 0) and
+//     DeliveryAttempted is (run, attempt), so a stale or replayed event never overwrites newer state;
+//   - every timestamp comes from the event, never from now(), so a rebuild is identical.
+// created_at of a delivery is the message's first enqueue time: the listing's "newest first".
+import type { Pool, PoolClient } from '../db/pool.js';
+import type { DeliveryEvent } from './events.js';
+
+interface Row {
+  id: string;
+  project_ref: string;
+  kind: string;
+  webhook_id: string | null;
+  target: string;
+  method: string | null;
+  callback_function: string | null;
+  message_created_at: number;
+  run: number;
+  attempts: number;
+  status: string;
+  last_http_status: number | null;
+  last_smtp_code: number | null;
+  last_error: string | null;
+  last_response_body: string | null;
+  next_attempt_at: number | null;
+  delivered_at: number | null;
+  updated_at: number;
+}
+
+interface AttemptRow {
+  delivery_id: string;
+  run: number;
+  attempt: number;
+  outcome: string;
+  http_status: number | null;
+  smtp_code: number | null;
+  error: string | null;
+  response_body: string | null;
+  duration_ms: number;
+  started_at: number;
+  finished_at: number;
+}
+
+const newer = (a: Row, b: Row) => a.run > b.run || (a.run === b.run && a.attempts >= b.attempts);
+
+export function fold(events: DeliveryEvent[]): { rows: Row[]; attempts: AttemptRow[] } {
+  const rows = new Map<string, Row>();
+  const attempts: AttemptRow[] = [];
+  for (const ev of events) {
+    const d = ev.data;
+    const base = {
+      id: d.message_id,
+      project_ref: d.project,
+      kind: d.kind,
+      webhook_id: d.webhook_id,
+      target: d.target,
+      method: d.method,
+      callback_function: d.callback_function,
+      message_created_at: d.message_created_at,
+      run: d.run,
+    };
+    let row: Row;
+    if (ev.type === 'DeliveryQueued') {
+      row = { ...base, attempts: 0, status: 'pending', last_http_status: null, last_smtp_code: null, last_error: null, last_response_body: null, next_attempt_at: null, delivered_at: null, updated_at: ev.data.queued_at };
+    } else {
+      const a = ev.data;
+      row = {
+        ...base,
+        attempts: a.attempt,
+        status: a.status,
+        last_http_status: a.http_status,
+        last_smtp_code: a.smtp_code,
+        last_error: a.error,
+        last_response_body: a.response_body,
+        next_attempt_at: a.next_attempt_at,
+        delivered_at: a.outcome === 'delivered' ? a.finished_at : null,
+        updated_at: a.finished_at,
+      };
+      attempts.push({
+        delivery_id: a.message_id,
+        run: a.run,
+        attempt: a.attempt,
+        outcome: a.outcome,
+        http_status: a.http_status,
+        smtp_code: a.smtp_code,
+        error: a.error,
+        response_body: a.response_body,
+        duration_ms: a.duration_ms,
+        started_at: a.started_at,
+        finished_at: a.finished_at,
+      });
+    }
+    const prev = rows.get(row.id);
+    if (!prev || newer(row, prev)) rows.set(row.id, row);
+  }
+  return { rows: [...rows.values()], attempts };
+}
+
+const ts = (col: string) => `case when ${col} is null then null else to_timestamp(${col} / 1000.0) end`;
+// message_created_at is in microseconds; integer arithmetic keeps every digit
+const tsMicros = (col: string) => `(timestamptz 'epoch' + ${col} * interval '1 microsecond')`;
+
+export async function applyEvents(db: Pool | PoolClient, events: DeliveryEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const { rows, attempts } = fold(events);
+  const client = 'release' in db ? db : await (db as Pool).connect();
+  try {
+    await client.query('begin');
+    if (attempts.length > 0) {
+      await client.query(
+        `insert into delivery_attempts (delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, started_at, finished_at)
+         select delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, ${ts('started_at')}, ${ts('finished_at')}
+           from jsonb_to_recordset($1::jsonb) as x(delivery_id uuid, run int, attempt int, outcome text, http_status int, smtp_code int, error text,
+                                                  response_body text, duration_ms int, started_at bigint, finished_at bigint)
+         on conflict do nothing`,
+        [JSON.stringify(attempts)],
+      );
+    }
+    await client.query(
+      `insert into deliveries as d (id, project_ref, kind, webhook_id, target, method, status, run, attempts, last_http_status, last_smtp_code,
+                                    last_error, last_response_body, callback_function, message_created_at, next_attempt_at, delivered_at,
+                                    created_at, updated_at)
+       select id, project_ref, kind, webhook_id, target, method, status, run, attempts, last_http_status, last_smtp_code,
+              last_error, last_response_body, callback_function, ${tsMicros('message_created_at')}, ${ts('next_attempt_at')}, ${ts('delivered_at')},
+              ${tsMicros('message_created_at')}, ${ts('updated_at')}
+         from jsonb_to_recordset($1::jsonb) as x(id uuid, project_ref text, kind text, webhook_id uuid, target text, method text, status text,
+                                                run int, attempts int, last_http_status int, last_smtp_code int, last_error text,
+                                                last_response_body text, callback_function text, message_created_at bigint,
+                                                next_attempt_at bigint, delivered_at bigint, updated_at bigint)
+       on conflict (id) do update set
+         target = excluded.target,
+         method = excluded.method,
+         webhook_id = coalesce(excluded.webhook_id, d.webhook_id),
+         status = excluded.status,
+         run = excluded.run,
+         attempts = excluded.attempts,
+         -- a new run starts pending but keeps showing how the previous one ended
+         last_http_status = case when excluded.attempts = 0 then d.last_http_status else excluded.last_http_status end,
+         last_smtp_code = case when excluded.attempts = 0 then d.last_smtp_code else excluded.last_smtp_code end,
+         last_error = case when excluded.attempts = 0 then d.last_error else excluded.last_error end,
+         last_response_body = case when excluded.attempts = 0 then d.last_response_body else excluded.last_response_body end,
+         next_attempt_at = excluded.next_attempt_at,
+         delivered_at = coalesce(excluded.delivered_at, d.delivered_at),
+         updated_at = excluded.updated_at
+       where (d.run, d.attempts) <= (excluded.run, excluded.attempts)`,
+      [JSON.stringify(rows)],
+    );
+    await client.query(
+      `update deliveries d set total_attempts = c.n
+         from (select delivery_id, count(*)::int as n from delivery_attempts where delivery_id = any($1::uuid[]) group by delivery_id) c
+        where d.id = c.delivery_id and d.total_attempts <> c.n`,
+      [rows.map((r) => r.id)],
+    );
+    await client.query('commit');
+  } catch (e) {
+    await client.query('rollback').catch(() => {});
+    throw e;
+  } finally {
+    if (client !== db) (client as PoolClient).release();
+  }
+}

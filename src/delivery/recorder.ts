@@ -1,0 +1,130 @@
+// Records outcomes: publishes delivery events, then writes the ledger rows, in batches. Callers
+// await their own record; whatever arrives while a flush is running goes into the next flush
+// ("group commit"), so under load one produce request and one INSERT carry hundreds of outcomes
+// while a lone message is not held back by any linger timer.
+//
+// Order matters: event first (the outcome is recorded on the log), then the ledger row, then —
+// back in the dispatcher — the offset commit. A crash between any two steps replays, never loses:
+// a duplicate event is absorbed by the idempotent projection, a missing ledger row means the
+// attempt may be made again (at least once).
+import type { AppContext } from '../context.js';
+import type { Logger } from '../lib/logger.js';
+
+export interface LedgerRow {
+  messageId: string;
+  run: number;
+  attempt: number;
+  outcome: string;
+  final: boolean;
+}
+
+export interface EncodedEvent {
+  key: string;
+  value: Buffer;
+  headers: Record<string, string>;
+}
+
+interface Pending {
+  events: EncodedEvent[];
+  ledger?: LedgerRow;
+  bytes: number;
+  resolve(): void;
+  reject(e: Error): void;
+}
+
+const MAX_BATCH_BYTES = 4 * 1024 * 1024;
+const MAX_BATCH_ITEMS = 2000;
+
+export class OutcomeRecorder {
+  readonly #queue: Pending[] = [];
+  #flushing: Promise<void> | null = null;
+  #closed = false;
+  readonly #log: Logger;
+
+  constructor(private readonly ctx: Pick<AppContext, 'producer' | 'db' | 'topics' | 'log'>) {
+    this.#log = ctx.log.child({ component: 'recorder' });
+  }
+
+  /** Publishes events (and writes the ledger row, if given) and resolves once both are durable. */
+  record(events: EncodedEvent[], ledger?: LedgerRow): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('recorder closed'));
+    return new Promise((resolve, reject) => {
+      const bytes = events.reduce((n, e) => n + e.value.length + 200, 0);
+      this.#queue.push({ events, ledger, bytes, resolve, reject });
+      this.#kick();
+    });
+  }
+
+  /** Flushes what is queued; afterwards new records are refused and stuck flushes give up. */
+  async close(): Promise<void> {
+    while (this.#flushing) await this.#flushing;
+    this.#closed = true;
+  }
+
+  #kick() {
+    if (this.#flushing) return;
+    this.#flushing = (async () => {
+      try {
+        while (this.#queue.length > 0) await this.#flushOnce();
+      } finally {
+        this.#flushing = null;
+      }
+    })();
+  }
+
+  async #flushOnce() {
+    const batch: Pending[] = [];
+    let bytes = 0;
+    while (this.#queue.length > 0 && batch.length < MAX_BATCH_ITEMS && (batch.length === 0 || bytes + this.#queue[0].bytes <= MAX_BATCH_BYTES)) {
+      const p = this.#queue.shift()!;
+      bytes += p.bytes;
+      batch.push(p);
+    }
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.#write(batch);
+        for (const p of batch) p.resolve();
+        return;
+      } catch (err) {
+        // Kafka or the control DB is unavailable: keep trying while running; the messages stay
+        // uncommitted meanwhile, so giving up (on close) only means they are attempted again later.
+        if (this.#closed || attempt >= 30) {
+          for (const p of batch) p.reject(err as Error);
+          return;
+        }
+        this.#log.warn({ err, attempt }, 'recording outcomes failed; retrying');
+        await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** attempt)));
+      }
+    }
+  }
+
+  async #write(batch: Pending[]) {
+    const messages = batch.flatMap((p) => p.events);
+    if (messages.length > 0) await this.ctx.producer.send({ topic: this.ctx.topics.events, messages, acks: -1 });
+    const rows = batch.map((p) => p.ledger).filter((r): r is LedgerRow => !!r);
+    if (rows.length > 0) {
+      await this.ctx.db.query(
+        `insert into delivery_ledger (message_id, run, attempt, outcome, final)
+         select * from unnest($1::uuid[], $2::int[], $3::int[], $4::text[], $5::bool[])
+         on conflict do nothing`,
+        [rows.map((r) => r.messageId), rows.map((r) => r.run), rows.map((r) => r.attempt), rows.map((r) => r.outcome), rows.map((r) => r.final)],
+      );
+    }
+  }
+}
+
+/**
+ * Which of these attempts are already recorded: the attempt itself, or a final outcome of its run.
+ * One query per fetched batch. Returns attempt keys (id:run:attempt).
+ */
+export async function alreadyRecorded(db: AppContext['db'], msgs: { id: string; run: number; attempt: number }[]): Promise<Set<string>> {
+  if (msgs.length === 0) return new Set();
+  const r = await db.query(
+    `select m.id, m.run, m.attempt
+       from unnest($1::uuid[], $2::int[], $3::int[]) as m(id, run, attempt)
+      where exists (select 1 from delivery_ledger l
+                     where l.message_id = m.id and l.run = m.run and (l.attempt = m.attempt or l.final))`,
+    [msgs.map((m) => m.id), msgs.map((m) => m.run), msgs.map((m) => m.attempt)],
+  );
+  return new Set(r.rows.map((x) => `${x.id}:${x.run}:${x.attempt}`));
+}
