@@ -154,7 +154,7 @@ class TransportPool {
   readonly #pools = new Map<string, Pooled>();
   readonly #sweep: NodeJS.Timeout;
 
-  constructor() {
+  constructor(private readonly log: AppContext['log']) {
     this.#sweep = setInterval(() => this.#closeIdle(), IDLE_MS / 2);
     this.#sweep.unref();
   }
@@ -166,6 +166,8 @@ class TransportPool {
       const secrets = options.auth && 'pass' in options.auth && options.auth.pass ? [options.auth.pass] : [];
       // logger: false keeps nodemailer from ever printing the AUTH exchange
       const transport = nodemailer.createTransport({ ...options, pool: true, maxConnections: MAX_CONNECTIONS, logger: false, debug: false });
+      // a pooled connection failing between sends must not become an unhandled 'error' event
+      transport.on('error', (err: Error & { code?: string }) => this.log.warn({ smtp: route.key, code: err.code }, 'pooled SMTP connection failed'));
       p = { transport, lastUsed: Date.now(), secrets };
       this.#pools.set(route.key, p);
     }
@@ -193,9 +195,9 @@ class TransportPool {
 // One pool set per application context: no process-wide state, and a test's context has its own.
 const pools = new WeakMap<object, TransportPool>();
 
-export function transportFor(ctx: Pick<AppContext, 'cfg'>, route: SmtpRoute): Pooled {
+export function transportFor(ctx: Pick<AppContext, 'cfg' | 'log'>, route: SmtpRoute): Pooled {
   let pool = pools.get(ctx.cfg);
-  if (!pool) pools.set(ctx.cfg, (pool = new TransportPool()));
+  if (!pool) pools.set(ctx.cfg, (pool = new TransportPool(ctx.log)));
   return pool.get(route);
 }
 

@@ -44,14 +44,15 @@ describe('email channel', () => {
     payload: { recipient: 'user@example.com', subject: 'Hello', html: '<p>Hi <b>there</b></p>', text: 'Hi there', ...over },
   });
 
-  async function setSmtp(ref: string, s: { port: number; host?: string; user?: string | null; password?: string | null; sender?: string; name?: string | null }) {
+  async function setSmtp(ref: string, s: { port: number; host?: string; user?: string | null; password?: string | null; sender?: string; name?: string | null; tls?: string }) {
     const sealed = s.password ? svc.ctx.box.seal(s.password, aad.smtpPassword(ref)) : null;
     await svc.ctx.db.query(
       `insert into smtp_settings (project_ref, host, port, username, password_enc, sender_email, sender_name, tls_mode)
-       values ($1, $2, $3, $4, $5, $6, $7, 'none')
+       values ($1, $2, $3, $4, $5, $6, $7, $8)
        on conflict (project_ref) do update set host = excluded.host, port = excluded.port, username = excluded.username,
-         password_enc = excluded.password_enc, sender_email = excluded.sender_email, sender_name = excluded.sender_name, updated_at = clock_timestamp()`,
-      [ref, s.host ?? '127.0.0.1', s.port, s.user ?? null, sealed, s.sender ?? 'hello@acme.test', s.name === undefined ? 'Acme' : s.name],
+         password_enc = excluded.password_enc, sender_email = excluded.sender_email, sender_name = excluded.sender_name,
+         tls_mode = excluded.tls_mode, updated_at = clock_timestamp()`,
+      [ref, s.host ?? '127.0.0.1', s.port, s.user ?? null, sealed, s.sender ?? 'hello@acme.test', s.name === undefined ? 'Acme' : s.name, s.tls ?? 'none'],
     );
   }
 
@@ -150,6 +151,18 @@ describe('email channel', () => {
     const out = await sendEmailMessage(svc.ctx, email(p.ref));
     expect(out.outcome).toBe('dead');
     expect(out.error).toMatch(/blocked target/);
+  });
+
+  it('with tls_mode starttls, never logs in over a connection that cannot be upgraded (dead on the 5xx)', async () => {
+    const p = await svc.project('pro');
+    await setSmtp(p.ref, { port: custom.port, user: 'mailer', password: PASSWORD, tls: 'starttls' });
+    const logins = custom.logins.length;
+    const out = await sendEmailMessage(svc.ctx, email(p.ref));
+    // the server's 5xx to STARTTLS is as permanent as any other 5xx: these settings cannot work
+    expect(out).toMatchObject({ outcome: 'dead', smtpCode: expect.any(Number) });
+    expect(out.smtpCode).toBeGreaterThanOrEqual(500);
+    expect(out.error).toMatch(/TLS/);
+    expect(custom.logins.length).toBe(logins);
   });
 
   it('maps a refused login (535) to dead', async () => {
