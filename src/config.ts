@@ -102,6 +102,10 @@ const schema = z.object({
   SSO_FLOW_TTL: duration.prefault('10m'),
   AUTH_CODE_TTL: duration.prefault('5m'),
   SAML_CLOCK_SKEW: duration.prefault('120s'),
+  /** Accept http:// OIDC issuers (local IdPs); unset means yes except when APP_ENV=production. */
+  OIDC_ALLOW_HTTP_ISSUER: bool.optional(),
+  /** Timeout of each request to an OIDC provider (discovery, token, userinfo, JWKS). */
+  OIDC_HTTP_TIMEOUT: duration.prefault('10s'),
 
   /** Creates a development project on first start with an empty control database. */
   DEV_BOOTSTRAP: bool.optional(),

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { registerHealth } from './health.js';
 import { registerManagement } from '../management/routes.js';
+import { registerSso } from '../sso/index.js';
 import { registerDeliveries } from '../management/deliveries.js';
 import { devMailSinkEnabled } from '../email/dev-sink.js';
 import { registerDevMail } from '../email/dev-mail-routes.js';
@@ -10,6 +11,7 @@ import { registerDevMail } from '../email/dev-mail-routes.js';
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   registerHealth(app, ctx);
   await app.register(async (scope) => registerManagement(scope, ctx));
+  await app.register(async (scope) => registerSso(scope, ctx));
   await app.register(async (scope) => registerDeliveries(scope, ctx));
   if (devMailSinkEnabled(ctx.cfg)) await app.register(async (scope) => registerDevMail(scope, ctx));
 }

@@ -1,0 +1,189 @@
+// The project's public auth endpoints under /projects/{ref}/auth/v1, speaking the wire protocol of
+// @supabase/auth-js: POST /sso (signInWithSSO), POST /token?grant_type=pkce|refresh_token
+// (exchangeCodeForSession, refresh), GET /user, POST /logout, GET /.well-known/jwks.json. All but
+// the IdP-facing routes require the project's anon key in the `apikey` header.
+//
+// Error bodies keep the service's {code, message}; the X-Supabase-Api-Version header tells
+// auth-js (>= API 2024-01-01) to read `code` as its error code.
+import type { FastifyInstance } from 'fastify';
+import { ApiError } from '../errors.js';
+import { bearerToken, jwks, verifyAccessToken } from './access-tokens.js';
+import { requireApiKey } from './auth-project.js';
+import { emailDomain, normalizeDomain } from './domain-routing.js';
+import { deleteExpiredFlows, insertFlow, newFlowId } from './flows.js';
+import { kindOf, kinds } from './kinds.js';
+import { isValidPkceValue, normalizeChallengeMethod } from './pkce.js';
+import { getProvider, providerForDomain } from './provider-store.js';
+import { resolveRedirect } from './redirects.js';
+import { exchangeCode, refreshSession, requireLiveSession, signOut } from './sessions.js';
+import type { SsoContext } from './types.js';
+import { loadUser, presentUser } from './user-view.js';
+
+const API_VERSION = '2024-01-01';
+const params = { type: 'object', required: ['ref'], properties: { ref: { type: 'string', pattern: '^[a-z][a-z0-9-]{2,39}$' } } } as const;
+const security = [{ apiKey: [] }];
+const nullableString = (maxLength: number) => ({ type: ['string', 'null'], maxLength });
+
+interface SsoBody {
+  provider_id?: string;
+  domain?: string;
+  email?: string;
+  redirect_to?: string;
+  skip_http_redirect?: boolean;
+  code_challenge?: string | null;
+  code_challenge_method?: string | null;
+}
+
+export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Promise<void> {
+  app.addHook('onSend', async (req, reply) => {
+    if (req.url.startsWith('/projects/')) reply.header('x-supabase-api-version', API_VERSION);
+  });
+  // auth-js sends POST /logout with a JSON content type and no body; treat that as no body.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    if (body === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(body as string));
+    } catch (e) {
+      done(Object.assign(e as Error, { statusCode: 400 }), undefined);
+    }
+  });
+
+  for (const kind of Object.values(kinds)) kind!.registerRoutes(app, ctx);
+
+  app.post<{ Params: { ref: string }; Body: SsoBody }>(
+    '/projects/:ref/auth/v1/sso',
+    {
+      schema: {
+        tags: ['sso'],
+        summary: 'Start an SSO sign-in (signInWithSSO)',
+        security,
+        params,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            provider_id: { type: 'string', maxLength: 64 },
+            domain: { type: 'string', maxLength: 253 },
+            email: { type: 'string', maxLength: 320 },
+            redirect_to: { type: 'string', maxLength: 2048 },
+            skip_http_redirect: { type: 'boolean' },
+            code_challenge: nullableString(128),
+            code_challenge_method: nullableString(16),
+            gotrue_meta_security: { type: 'object' },
+          },
+        },
+      },
+    },
+    async (req, reply) => {
+      const project = await requireApiKey(ctx, req);
+      if (!project.features.includes('sso')) throw new ApiError('feature_not_in_plan', "The project's plan does not include SSO.");
+      const b = req.body ?? {};
+      const selectors = [b.provider_id, b.domain, b.email].filter((v) => v !== undefined);
+      if (selectors.length !== 1) throw new ApiError('validation_failed', 'Send exactly one of provider_id, domain or email.');
+      if (!b.code_challenge) throw new ApiError('validation_failed', 'PKCE is required: send code_challenge and code_challenge_method (supabase-js: flowType "pkce").');
+      const method = normalizeChallengeMethod(b.code_challenge_method);
+      if (!method || !isValidPkceValue(b.code_challenge)) throw new ApiError('validation_failed', 'code_challenge must be 43-128 URL-safe characters and code_challenge_method s256 or plain.');
+
+      let provider = null;
+      if (b.provider_id !== undefined) {
+        const p = await getProvider(ctx.db, project.ref, b.provider_id);
+        provider = p?.enabled ? p : null;
+      } else {
+        const domain = b.domain !== undefined ? normalizeDomain(b.domain) : emailDomain(b.email!);
+        provider = domain ? await providerForDomain(ctx.db, project.ref, domain) : null;
+      }
+      if (!provider) throw new ApiError('sso_provider_not_found');
+
+      const redirectTo = resolveRedirect(project, b.redirect_to);
+      const flowId = newFlowId();
+      const started = await kindOf(provider.kind).start(ctx, { project, provider, flowId });
+      await insertFlow(ctx, {
+        id: flowId,
+        project_ref: project.ref,
+        provider_id: provider.id,
+        redirect_to: redirectTo,
+        code_challenge: b.code_challenge,
+        code_challenge_method: method,
+        ...started.flow,
+      });
+      deleteExpiredFlows(ctx).catch((err) => req.log.warn({ err }, 'could not delete expired sso flows'));
+      if (b.skip_http_redirect) return { url: started.url };
+      return reply.redirect(started.url, 303);
+    },
+  );
+
+  app.post<{ Params: { ref: string }; Querystring: { grant_type: 'pkce' | 'refresh_token' }; Body: { auth_code?: string; code_verifier?: string; refresh_token?: string } }>(
+    '/projects/:ref/auth/v1/token',
+    {
+      schema: {
+        tags: ['sso'],
+        summary: 'Exchange a sign-in code (grant_type=pkce) or a refresh token for a session',
+        security,
+        params,
+        querystring: { type: 'object', additionalProperties: false, required: ['grant_type'], properties: { grant_type: { type: 'string', enum: ['pkce', 'refresh_token'] } } },
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            auth_code: { type: 'string', minLength: 1, maxLength: 256 },
+            code_verifier: { type: 'string', minLength: 1, maxLength: 256 },
+            refresh_token: { type: 'string', minLength: 1, maxLength: 256 },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const project = await requireApiKey(ctx, req);
+      const b = req.body ?? {};
+      if (req.query.grant_type === 'pkce') {
+        if (!b.auth_code || !b.code_verifier) throw new ApiError('validation_failed', 'auth_code and code_verifier are required.');
+        return exchangeCode(ctx, project, b.auth_code, b.code_verifier);
+      }
+      if (!b.refresh_token) throw new ApiError('validation_failed', 'refresh_token is required.');
+      return refreshSession(ctx, project, b.refresh_token);
+    },
+  );
+
+  app.get<{ Params: { ref: string } }>(
+    '/projects/:ref/auth/v1/user',
+    { schema: { tags: ['sso'], summary: 'The signed-in user (Authorization: Bearer <access token>)', security, params } },
+    async (req) => {
+      const project = await requireApiKey(ctx, req);
+      const claims = await verifyAccessToken(ctx, project, bearerToken(req.headers.authorization));
+      await requireLiveSession(ctx, project, claims.session_id, claims.sub);
+      const user = await loadUser(ctx.db, project.ref, claims.sub);
+      if (!user) throw new ApiError('user_not_found');
+      return presentUser(user);
+    },
+  );
+
+  app.post<{ Params: { ref: string }; Querystring: { scope?: 'global' | 'local' | 'others' } }>(
+    '/projects/:ref/auth/v1/logout',
+    {
+      schema: {
+        tags: ['sso'],
+        summary: "Sign out: this session (local), the user's other sessions (others) or all of them (global, default)",
+        security,
+        params,
+        querystring: { type: 'object', additionalProperties: false, properties: { scope: { type: 'string', enum: ['global', 'local', 'others'] } } },
+      },
+    },
+    async (req, reply) => {
+      const project = await requireApiKey(ctx, req);
+      const claims = await verifyAccessToken(ctx, project, bearerToken(req.headers.authorization));
+      await signOut(ctx, project, claims.session_id, claims.sub, req.query.scope ?? 'global');
+      return reply.code(204).send();
+    },
+  );
+
+  app.get<{ Params: { ref: string } }>(
+    '/projects/:ref/auth/v1/.well-known/jwks.json',
+    { schema: { tags: ['sso'], summary: "The project's access-token signing keys (JWKS)", security, params } },
+    async (req, reply) => {
+      const project = await requireApiKey(ctx, req);
+      reply.header('cache-control', 'public, max-age=600');
+      return jwks(project);
+    },
+  );
+}

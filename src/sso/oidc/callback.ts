@@ -1,0 +1,90 @@
+// The OIDC redirect URI: the IdP sends the browser here with code and state (or an error). The
+// flow is taken by its state (single use), then openid-client checks the answer: the state, the
+// `iss` parameter against the discovered issuer, the code exchange with our PKCE verifier and
+// client secret, and the ID token (signature, issuer, audience, expiry, nonce of this flow).
+import type { FastifyInstance } from 'fastify';
+import * as client from 'openid-client';
+import { aad } from '../../lib/secret-box.js';
+import { sha256 } from '../../lib/tokens.js';
+import { ApiError } from '../../errors.js';
+import { mapOidcClaims } from '../attribute-mapping.js';
+import { loadAuthProject } from '../auth-project.js';
+import { consumeFlow } from '../flows.js';
+import { getProvider } from '../provider-store.js';
+import { completeSignIn, failureRedirect } from '../sign-in.js';
+import type { FlowRow, ProviderRow, SsoContext } from '../types.js';
+import { configurationFor } from './discovery.js';
+import { oidcCallbackUrl, oidcSettings, openClientSecret } from './settings.js';
+
+// Claims about the token rather than the user; not kept as identity data.
+const PROTOCOL_CLAIMS = ['aud', 'exp', 'iat', 'nbf', 'nonce', 'at_hash', 'c_hash', 's_hash', 'auth_time', 'azp', 'sid', 'jti', 'acr', 'amr'];
+
+function describe(err: unknown): string {
+  if (err instanceof client.AuthorizationResponseError) {
+    return `The identity provider refused the sign-in: ${err.error}${err.error_description ? ` (${err.error_description})` : ''}.`;
+  }
+  const e = err as { code?: string; message?: string };
+  return `The identity provider's answer did not validate: ${e.message ?? 'unknown error'}${e.code ? ` [${e.code}]` : ''}.`;
+}
+
+async function verifyAndMap(ctx: SsoContext, flow: FlowRow, provider: ProviderRow, query: string) {
+  const config = await configurationFor(ctx, oidcSettings(provider), () => openClientSecret(ctx, provider));
+  const currentUrl = new URL(`${oidcCallbackUrl(ctx, flow.project_ref)}?${query}`);
+  const tokens = await client.authorizationCodeGrant(config, currentUrl, {
+    pkceCodeVerifier: ctx.box.open(flow.idp_code_verifier_enc!, aad.flowVerifier(flow.id)),
+    expectedState: new URL(currentUrl).searchParams.get('state') ?? '',
+    expectedNonce: flow.nonce!,
+    idTokenExpected: true,
+  });
+  const idClaims = tokens.claims()!;
+  let claims: Record<string, unknown> = { ...idClaims };
+  // Many IdPs keep profile claims out of the ID token when an access token is issued (OIDC core
+  // 5.4); userinfo then has them. openid-client checks that its `sub` is the ID token's.
+  if (config.serverMetadata().userinfo_endpoint && tokens.access_token) {
+    const info = await client.fetchUserInfo(config, tokens.access_token, idClaims.sub);
+    claims = { ...info, ...idClaims };
+  }
+  for (const k of PROTOCOL_CLAIMS) delete claims[k];
+  return mapOidcClaims(claims, provider.attribute_mapping);
+}
+
+export function registerOidcCallback(app: FastifyInstance, ctx: SsoContext): void {
+  app.get<{ Params: { ref: string }; Querystring: Record<string, string> }>(
+    '/projects/:ref/auth/v1/sso/oidc/callback',
+    {
+      schema: {
+        tags: ['sso'],
+        summary: 'OIDC redirect URI (the IdP sends the browser here)',
+        params: { type: 'object', required: ['ref'], properties: { ref: { type: 'string', pattern: '^[a-z][a-z0-9-]{2,39}$' } } },
+        // The parameters are the IdP's (code, state, iss, error... and vendor extras such as
+        // session_state); openid-client validates them, so unknown ones are let through here.
+        querystring: { type: 'object', additionalProperties: { type: 'string' }, properties: { state: { type: 'string', maxLength: 512 } } },
+      },
+    },
+    async (req, reply) => {
+      const project = await loadAuthProject(ctx, req.params.ref);
+      if (!project) throw new ApiError('not_found');
+      const state = req.query.state;
+      const flow = state ? await consumeFlow(ctx, project.ref, 'state_hash', sha256(state)) : null;
+      if (!flow) {
+        req.log.info('oidc callback without a usable flow (unknown, replayed or missing state)');
+        return reply.redirect(failureRedirect(project.site_url, 'flow_state_not_found', 'The sign-in attempt is unknown or was already used; start again.'), 303);
+      }
+      if (flow.expired) {
+        return reply.redirect(failureRedirect(flow.redirect_to, 'flow_state_expired', 'The sign-in attempt expired; start again.'), 303);
+      }
+      const provider = await getProvider(ctx.db, project.ref, flow.provider_id);
+      if (!provider || !provider.enabled || provider.kind !== 'oidc') {
+        return reply.redirect(failureRedirect(flow.redirect_to, 'sso_provider_not_found', 'The identity provider is no longer enabled.'), 303);
+      }
+      let claims;
+      try {
+        claims = await verifyAndMap(ctx, flow, provider, req.url.slice(req.url.indexOf('?') + 1));
+      } catch (err) {
+        req.log.info({ provider: provider.id, err }, 'oidc answer refused');
+        return reply.redirect(failureRedirect(flow.redirect_to, 'sso_failed', describe(err)), 303);
+      }
+      return reply.redirect(await completeSignIn(ctx, flow, provider, claims), 303);
+    },
+  );
+}

@@ -1,0 +1,154 @@
+// The owner's view of a project's users: /v1/projects/{ref}/auth/users. Enough to run every rule of
+// SSO user resolution: create a user with a verified or unverified email (to test linking), ban and
+// unban (PATCH ban_duration), delete. Not gated on the sso plan, so an owner can still manage and
+// remove users after a downgrade.
+import type { FastifyInstance } from 'fastify';
+import { parseDuration } from '../config.js';
+import { withTransaction } from '../db/pool.js';
+import { ApiError } from '../errors.js';
+import { errorSchema, ownedProject, ownerAuth, refParam } from '../management/owner-auth.js';
+import { emailDomain } from './domain-routing.js';
+import type { SsoContext } from './types.js';
+import { listUsers, loadUser, presentUser, type UserRecord } from './user-view.js';
+
+const idParams = { type: 'object', required: ['ref', 'id'], properties: { ...refParam.properties, id: { type: 'string', maxLength: 64 } } } as const;
+const metadata = { type: 'object', maxProperties: 100 } as const;
+
+const ownerView = (u: UserRecord) => ({ ...presentUser(u), banned_until: u.banned_until ? new Date(u.banned_until).toISOString() : null });
+
+/** "none" lifts a ban; otherwise a duration such as 24h or 30d from now. */
+function banUntil(duration: string): Date | null {
+  if (duration === 'none') return null;
+  let ms: number;
+  try {
+    ms = parseDuration(duration);
+  } catch {
+    throw new ApiError('validation_failed', 'ban_duration must be "none" or a duration such as 1h, 24h, 30d.');
+  }
+  if (ms <= 0) throw new ApiError('validation_failed', 'ban_duration must be positive.');
+  return new Date(Date.now() + ms);
+}
+
+export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext): Promise<void> {
+  const base = '/v1/projects/:ref/auth/users';
+  const common = { tags: ['users'], security: [{ ownerToken: [] }] };
+  const onRequest = ownerAuth(ctx);
+
+  app.get<{ Params: { ref: string }; Querystring: { page: number; per_page: number } }>(
+    base,
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: "The project's users, oldest first",
+        params: refParam,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { page: { type: 'integer', minimum: 1, default: 1 }, per_page: { type: 'integer', minimum: 1, maximum: 1000, default: 50 } },
+        },
+      },
+    },
+    async (req) => {
+      const project = await ownedProject(ctx, req, req.params.ref);
+      const { page, per_page } = req.query;
+      const { users, total } = await listUsers(ctx.db, project.ref, per_page, (page - 1) * per_page);
+      return { users: users.map(ownerView), total, page, per_page };
+    },
+  );
+
+  app.get<{ Params: { ref: string; id: string } }>(
+    `${base}/:id`,
+    { onRequest, schema: { ...common, summary: 'One user with their identities', params: idParams } },
+    async (req) => {
+      const project = await ownedProject(ctx, req, req.params.ref);
+      const user = await loadUser(ctx.db, project.ref, req.params.id);
+      if (!user) throw new ApiError('user_not_found');
+      return ownerView(user);
+    },
+  );
+
+  app.post<{ Params: { ref: string }; Body: { email: string; email_confirm?: boolean; user_metadata?: Record<string, unknown>; app_metadata?: Record<string, unknown> } }>(
+    base,
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: 'Create a user (email_confirm: true marks the email verified)',
+        params: refParam,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['email'],
+          properties: { email: { type: 'string', maxLength: 320 }, email_confirm: { type: 'boolean' }, user_metadata: metadata, app_metadata: metadata },
+        },
+        response: { 409: errorSchema },
+      },
+    },
+    async (req, reply) => {
+      const project = await ownedProject(ctx, req, req.params.ref);
+      const { email, email_confirm, user_metadata, app_metadata } = req.body;
+      if (!emailDomain(email) || !/^[^\s@]+@[^\s@]+$/.test(email)) throw new ApiError('validation_failed', 'body.email is not a valid email address.');
+      let id: string;
+      try {
+        const r = await ctx.db.query(
+          `insert into users (project_ref, email, email_confirmed_at, user_metadata, app_metadata)
+           values ($1, $2, case when $3 then now() end, $4, $5) returning id`,
+          [project.ref, email.toLowerCase(), email_confirm === true, user_metadata ?? {}, { provider: 'email', providers: [], ...app_metadata }],
+        );
+        id = r.rows[0].id;
+      } catch (e) {
+        if ((e as { code?: string }).code === '23505') throw new ApiError('user_exists');
+        throw e;
+      }
+      return reply.code(201).send(ownerView((await loadUser(ctx.db, project.ref, id))!));
+    },
+  );
+
+  app.patch<{ Params: { ref: string; id: string }; Body: { ban_duration?: string; email_confirm?: boolean } }>(
+    `${base}/:id`,
+    {
+      onRequest,
+      schema: {
+        ...common,
+        summary: 'Ban (ban_duration: "24h"), unban (ban_duration: "none") or confirm the email of a user',
+        params: idParams,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          minProperties: 1,
+          properties: { ban_duration: { type: 'string', minLength: 1, maxLength: 32 }, email_confirm: { type: 'boolean' } },
+        },
+      },
+    },
+    async (req) => {
+      const project = await ownedProject(ctx, req, req.params.ref);
+      const user = await loadUser(ctx.db, project.ref, req.params.id);
+      if (!user) throw new ApiError('user_not_found');
+      const { ban_duration, email_confirm } = req.body;
+      await withTransaction(ctx.db, async (c) => {
+        if (ban_duration !== undefined) {
+          const until = banUntil(ban_duration);
+          await c.query('update users set banned_until = $2, updated_at = now() where id = $1', [user.id, until]);
+          // A ban ends the user's sessions at once, not when their access token expires.
+          if (until) await c.query('update sessions set revoked_at = now() where user_id = $1 and revoked_at is null', [user.id]);
+        }
+        if (email_confirm !== undefined) {
+          await c.query('update users set email_confirmed_at = case when $2 then coalesce(email_confirmed_at, now()) end, updated_at = now() where id = $1', [user.id, email_confirm]);
+        }
+      });
+      return ownerView((await loadUser(ctx.db, project.ref, user.id))!);
+    },
+  );
+
+  app.delete<{ Params: { ref: string; id: string } }>(
+    `${base}/:id`,
+    { onRequest, schema: { ...common, summary: 'Delete a user, their identities and sessions', params: idParams } },
+    async (req, reply) => {
+      const project = await ownedProject(ctx, req, req.params.ref);
+      const r = await ctx.db.query('delete from users where project_ref = $1 and id = $2', [project.ref, /^[0-9a-f-]{36}$/i.test(req.params.id) ? req.params.id : null]);
+      if (!r.rowCount) throw new ApiError('user_not_found');
+      return reply.code(204).send();
+    },
+  );
+}
