@@ -8,7 +8,7 @@ import { ensureOutboxEnabled } from '../outbox/service.js';
 import { recordAudit } from './audit.js';
 import { ownedProject, type ProjectRow } from './owner-auth.js';
 import { projectUrl } from './projects.js';
-import { MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, refParams, refuseBody, timestamp } from './schemas.js';
+import { MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, refParams, refuseBody, TEXT, timestamp } from './schemas.js';
 
 type Ctx = Pick<AppContext, 'db' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
 
@@ -45,12 +45,12 @@ const patchBody = {
   additionalProperties: false,
   minProperties: 1,
   properties: {
-    site_url: { type: 'string', minLength: 1, maxLength: URL_MAX, description: 'absolute http(s) URL; the default redirect after sign-in' },
+    site_url: { type: 'string', minLength: 1, maxLength: URL_MAX, pattern: TEXT, description: 'absolute http(s) URL; the default redirect after sign-in' },
     additional_redirect_urls: {
       type: 'array',
       maxItems: MAX_REDIRECT_URLS,
       uniqueItems: true,
-      items: { type: 'string', minLength: 1, maxLength: URL_MAX },
+      items: { type: 'string', minLength: 1, maxLength: URL_MAX, pattern: TEXT },
       description: 'absolute http(s) URLs that redirectTo may name besides site_url; replaces the list',
     },
     disable_signup: { type: 'boolean' },

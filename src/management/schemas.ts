@@ -28,6 +28,17 @@ export const errorResponses = {
   503: { description: 'outbox_unavailable or service_unavailable (a dependency is down; try again)', ...errorSchema },
 } as const;
 
+/**
+ * Text stored in a column or shown back: no control characters (no NUL, which Postgres text
+ * cannot hold, no CR/LF header or log injection) and no lone UTF-16 surrogates (not valid Unicode,
+ * and refused by jsonb). Ajv compiles patterns with the u flag, so the surrogate range matches only
+ * unpaired halves.
+ */
+export const TEXT = '^[^\\u0000-\\u001f\\u007f\\ud800-\\udfff]*$';
+
+/** False when a string holds an unpaired surrogate (the u flag makes the class match only those). */
+export const wellFormed = (s: string): boolean => !/[\ud800-\udfff]/u.test(s);
+
 export const planErrorResponse = { 402: { description: 'feature_not_in_plan', ...errorSchema } } as const;
 
 export const ref = { type: 'string', pattern: '^[a-z][a-z0-9-]{2,39}$', description: 'project ref' } as const;

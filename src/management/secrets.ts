@@ -8,7 +8,7 @@ import { withTransaction } from '../db/pool.js';
 import { ApiError } from '../errors.js';
 import { aad } from '../lib/secret-box.js';
 import { recordAudit } from './audit.js';
-import { SECRET_BODY_LIMIT, errorResponses, iso, noQuery, owner, ref, refParams, refuseBody, timestamp } from './schemas.js';
+import { SECRET_BODY_LIMIT, errorResponses, iso, noQuery, owner, ref, refParams, refuseBody, timestamp, wellFormed } from './schemas.js';
 
 export const SECRET_VALUE_MAX_BYTES = 16 * 1024;
 
@@ -45,6 +45,7 @@ export function registerSecrets(app: FastifyInstance, ctx: Pick<AppContext, 'db'
     async (req, reply) => {
       const { ref: refName, name } = req.params;
       const { value } = req.body;
+      if (!wellFormed(value)) throw new ApiError('validation_failed', 'body.value must be valid Unicode text (it has an unpaired surrogate).');
       if (Buffer.byteLength(value, 'utf8') > SECRET_VALUE_MAX_BYTES) {
         throw new ApiError('validation_failed', `body.value is larger than ${SECRET_VALUE_MAX_BYTES} bytes (16 KB, counted in UTF-8).`);
       }

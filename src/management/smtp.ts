@@ -12,15 +12,14 @@ import { ApiError } from '../errors.js';
 import { aad } from '../lib/secret-box.js';
 import { ensureOutboxEnabled } from '../outbox/service.js';
 import { recordAudit } from './audit.js';
-import { MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, planErrorResponse, refParams, refuseBody, timestamp } from './schemas.js';
+import { MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, planErrorResponse, refParams, refuseBody, TEXT, timestamp, wellFormed } from './schemas.js';
 
 type Ctx = Pick<AppContext, 'db' | 'box' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
 
 const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
 const IPV6 = /^[0-9A-Fa-f:.]{2,45}$/;
 // The same address rule base.send_email applies to recipients.
-const EMAIL = "^[^@\\s<>(),;:\"]+@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+$";
-const PRINTABLE = '^[^\\u0000-\\u001f\\u007f]*$';
+const EMAIL = "^[^@\\s<>(),;:\"\\u0000-\\u001f\\u007f\\ud800-\\udfff]+@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+$";
 
 const body = {
   type: 'object',
@@ -29,10 +28,10 @@ const body = {
   properties: {
     host: { type: 'string', minLength: 1, maxLength: 253, description: 'host name or IP address' },
     port: { type: 'integer', minimum: 1, maximum: 65535 },
-    user: { type: ['string', 'null'], minLength: 1, maxLength: 256, pattern: PRINTABLE },
+    user: { type: ['string', 'null'], minLength: 1, maxLength: 256, pattern: TEXT },
     password: { type: ['string', 'null'], minLength: 1, maxLength: 1024, description: 'write-only; omit to keep the stored one, null to remove it' },
     sender_email: { type: 'string', maxLength: 254, pattern: EMAIL },
-    sender_name: { type: ['string', 'null'], maxLength: 100, pattern: PRINTABLE },
+    sender_name: { type: ['string', 'null'], maxLength: 100, pattern: TEXT },
     tls_mode: { type: 'string', enum: ['starttls', 'implicit', 'none'], description: 'default starttls' },
   },
 } as const;
@@ -119,6 +118,7 @@ export function registerSmtp(app: FastifyInstance, ctx: Ctx): void {
       const b = req.body;
       const host = checkHost(b.host);
       const user = b.user ?? null;
+      if (typeof b.password === 'string' && !wellFormed(b.password)) throw new ApiError('validation_failed', 'body.password must be valid Unicode text.');
       if (!user && typeof b.password === 'string') throw new ApiError('validation_failed', 'body.password needs body.user.');
       await ensureOutboxEnabled(ctx, refName);
       const out = await withTransaction(ctx.db, async (c) => {

@@ -12,7 +12,7 @@ import { ensureOutboxEnabled } from '../outbox/service.js';
 import { dropWebhookTrigger, installWebhookTrigger } from '../outbox/webhook-triggers.js';
 import { recordAudit } from './audit.js';
 import { tableExists, withProjectDb } from './project-db.js';
-import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, timestamp } from './schemas.js';
+import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp } from './schemas.js';
 import { MAX_HEADERS, HEADER_VALUE_MAX, TIMEOUT_MAX_MS, TIMEOUT_MIN_MS, URL_MAX_LENGTH, checkHeaders, checkWebhookUrl, parseTableName, type WebhookEvent } from './webhook-input.js';
 import {
   addSigningSecret, deleteWebhook, getWebhook, insertWebhook, listWebhooks, rotateSigningSecret, updateWebhook, webhookRecord,
@@ -22,10 +22,10 @@ import {
 type Ctx = Pick<AppContext, 'db' | 'box' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
 
 const fields = {
-  name: { type: 'string', minLength: 1, maxLength: 200, description: 'display name; defaults to the table' },
-  table: { type: 'string', minLength: 3, maxLength: 200, description: 'schema.table, schema public or api; must exist' },
+  name: { type: 'string', minLength: 1, maxLength: 200, pattern: TEXT, description: 'display name; defaults to the table' },
+  table: { type: 'string', minLength: 3, maxLength: 200, pattern: TEXT, description: 'schema.table, schema public or api; must exist' },
   events: { type: 'array', minItems: 1, maxItems: 3, uniqueItems: true, items: { type: 'string', enum: ['INSERT', 'UPDATE', 'DELETE'] } },
-  url: { type: 'string', minLength: 1, maxLength: URL_MAX_LENGTH, description: 'http(s); literal private addresses are refused' },
+  url: { type: 'string', minLength: 1, maxLength: URL_MAX_LENGTH, pattern: TEXT, description: 'http(s); literal private addresses are refused' },
   headers: {
     type: 'object',
     maxProperties: MAX_HEADERS,
