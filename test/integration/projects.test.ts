@@ -40,6 +40,20 @@ describe('projects and owner authentication', () => {
   it('serves the OpenAPI document', async () => {
     const r = await svc.api(null, 'GET', '/openapi.json');
     expect(r.status).toBe(200);
-    expect(Object.keys(r.body.paths)).toContain('/v1/projects/{ref}');
+    expect(Object.keys(r.body.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/projects',
+        '/v1/projects/{ref}',
+        '/v1/projects/{ref}/outbox/enable',
+        '/v1/projects/{ref}/webhooks',
+        '/v1/projects/{ref}/webhooks/{id}',
+        '/v1/projects/{ref}/secrets',
+        '/v1/projects/{ref}/secrets/{name}',
+        '/v1/projects/{ref}/smtp',
+        '/v1/projects/{ref}/audit',
+      ]),
+    );
+    expect(Object.keys(r.body.paths['/v1/projects/{ref}/webhooks/{id}'])).toEqual(expect.arrayContaining(['get', 'patch', 'delete']));
+    expect(r.body.paths['/v1/projects/{ref}/webhooks'].post.responses['201'].content['application/json'].schema.properties).toHaveProperty('signing_secret');
   });
 });
