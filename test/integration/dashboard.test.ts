@@ -1,0 +1,180 @@
+// The owner's dashboard in a real browser: Debian's Chromium driven by playwright-core, against a
+// real service on the shared stack. Every request the page makes must stay on the service's origin
+// and no Content-Security-Policy violation may occur. Screenshots go to docs/screenshots/ for the README.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
+
+const SHOTS = join(import.meta.dirname, '../../docs/screenshots');
+
+let svc: TestService;
+let browser: BrowserContext;
+let profile: string;
+let page: Page;
+let owner: TestProject;
+const offOrigin: string[] = [];
+const cspViolations: string[] = [];
+
+async function shot(name: string) {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** The dashboard at a hash route (the session from the sign-in test carries over). */
+async function open(route: string) {
+  await page.goto(`${svc.url}/dashboard/#${route}`);
+}
+
+beforeAll(async () => {
+  const built = spawnSync(process.execPath, ['web/ensure-built.mjs'], { stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('the dashboard did not build (npm run build:web)');
+  svc = await startTestService({ roles: ['api', 'dispatcher', 'projector'] });
+  owner = await svc.project('enterprise');
+  profile = mkdtempSync(join(tmpdir(), 'dashboard-chromium-'));
+  mkdirSync(SHOTS, { recursive: true });
+  browser = await chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1280, height: 860 },
+    permissions: ['clipboard-read', 'clipboard-write'],
+  });
+  page = browser.pages()[0] ?? (await browser.newPage());
+  const origin = new URL(svc.url).origin;
+  page.on('request', (r) => {
+    if (!r.url().startsWith(origin) && !r.url().startsWith('data:')) offOrigin.push(r.url());
+  });
+  page.on('console', (m) => {
+    if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text());
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+  await svc?.stop();
+});
+
+describe('dashboard', () => {
+  it('is served with a strict Content-Security-Policy and no inline script', async () => {
+    const res = await fetch(`${svc.url}/dashboard/`);
+    expect(res.status).toBe(200);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain('unsafe-inline');
+    const html = await res.text();
+    expect(html).toMatch(/<script type="module" crossorigin src="\.\/assets\/[\w-]+\.js"><\/script>/);
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    const bare = await fetch(`${svc.url}/dashboard`, { redirect: 'manual' });
+    expect(bare.status).toBe(301);
+    expect(bare.headers.get('location')).toBe('/dashboard/');
+  });
+
+  it('signs in with an owner token by keyboard, keeps it in session storage only, and lists only that owner’s projects', async () => {
+    const stranger = await svc.project('free');
+    await page.goto(`${svc.url}/dashboard/`);
+    await shot('sign-in');
+    const input = page.getByLabel('Owner token');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('owner-token');
+    await page.keyboard.type('not-a-real-token-123');
+    await page.keyboard.press('Enter');
+    const refused = page.getByRole('alert').filter({ hasText: 'Sign-in failed' });
+    await refused.waitFor();
+    expect(await refused.textContent()).toContain('unauthorized');
+
+    await input.fill(owner.ownerToken);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Your projects' }).waitFor();
+    await page.getByRole('link', { name: new RegExp(owner.ref) }).waitFor();
+    expect(await page.getByText(stranger.ref).count()).toBe(0);
+    await shot('projects');
+
+    const stored = await page.evaluate(() => ({ session: JSON.stringify(sessionStorage), local: JSON.stringify(localStorage), url: location.href }));
+    expect(stored.session).toContain(owner.ownerToken);
+    expect(stored.local).not.toContain(owner.ownerToken);
+    expect(stored.url).not.toContain(owner.ownerToken);
+
+    // the other owner's project is not reachable by its ref either
+    await open(`/p/${stranger.ref}`);
+    await page.getByRole('alert').filter({ hasText: 'project_not_found' }).waitFor();
+  });
+
+  it('creates a webhook and shows its signing secret exactly once', async () => {
+    const db = new pg.Client({ connectionString: owner.databaseUrl });
+    await db.connect();
+    await db.query('create table public.orders (id serial primary key, note text)');
+    await db.end();
+
+    await open(`/p/${owner.ref}/webhooks`);
+    await page.getByText('No webhooks yet').waitFor();
+    await page.getByRole('button', { name: 'New webhook' }).click();
+    const form = page.getByRole('dialog', { name: 'New webhook' });
+    await form.getByLabel('Name').fill('orders to billing');
+    await form.getByLabel('Table').fill('public.orders');
+    await form.getByLabel('UPDATE').check();
+    await form.getByLabel('URL').fill('https://billing.example.com/hooks/orders');
+    await form.getByLabel('Headers').fill('Authorization: Bearer {{secret:BILLING_TOKEN}}');
+    await form.getByRole('button', { name: 'Create webhook' }).click();
+
+    const box = page.getByTestId('signing-secret');
+    await box.waitFor();
+    expect(await box.textContent()).toContain('This is the only time it is shown');
+    const secret = await box.getByRole('textbox', { name: 'Signing secret' }).inputValue();
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/=]{32,}$/);
+    await box.getByRole('button', { name: 'Copy Signing secret' }).click();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+    await shot('webhook-secret');
+
+    const listed = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/webhooks`);
+    expect(listed.body).toEqual([expect.objectContaining({ name: 'orders to billing', table: 'public.orders', events: ['INSERT', 'UPDATE'] })]);
+    expect(JSON.stringify(listed.body)).not.toContain(secret);
+
+    await box.getByRole('button', { name: 'I have stored it' }).click();
+    await page.reload();
+    await page.getByRole('cell', { name: 'orders to billing', exact: true }).waitFor();
+    expect(await page.content()).not.toContain(secret);
+    await shot('webhooks');
+  });
+
+  it('sets a secret: the name and dates are listed, the value never appears', async () => {
+    const value = 'sk_live_value_never_shown_42';
+    await open(`/p/${owner.ref}/secrets`);
+    await page.getByText('No secrets yet').waitFor();
+    await page.getByRole('textbox', { name: 'Name', exact: true }).fill('BILLING_TOKEN');
+    await page.getByRole('textbox', { name: 'Value', exact: true }).fill(value);
+    await page.getByRole('button', { name: 'Save secret' }).click();
+    await page.getByRole('status').filter({ hasText: 'Secret BILLING_TOKEN saved' }).waitFor();
+    await page.getByRole('cell', { name: 'BILLING_TOKEN', exact: true }).waitFor();
+    expect(await page.getByRole('textbox', { name: 'Value', exact: true }).inputValue()).toBe('');
+    expect(await page.content()).not.toContain(value);
+    await shot('secrets');
+
+    const listed = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/secrets`);
+    expect(listed.body).toEqual([expect.objectContaining({ name: 'BILLING_TOKEN' })]);
+
+    // an invalid name is explained before anything is sent
+    await page.getByRole('textbox', { name: 'Name', exact: true }).fill('9lives');
+    expect(await page.getByRole('button', { name: 'Save secret' }).isDisabled()).toBe(true);
+  });
+
+  it('explains a plan limit instead of showing a form', async () => {
+    const free = await svc.project('free', { ownerEmail: `${owner.ref}@owners.test` });
+    await open(`/p/${free.ref}/sso`);
+    await page.getByRole('heading', { name: /Single sign-on \(SSO\) is not part of the free plan/ }).waitFor();
+    await open(`/p/${free.ref}/smtp`);
+    await page.getByRole('heading', { name: /Custom SMTP is not part of the free plan/ }).waitFor();
+    expect(await page.getByRole('button', { name: /Save SMTP/ }).count()).toBe(0);
+    await shot('plan-limit');
+  });
+
+  it('made no request outside the service and broke no CSP rule', () => {
+    expect(offOrigin).toEqual([]);
+    expect(cspViolations).toEqual([]);
+  });
+});

@@ -1,0 +1,69 @@
+// The audit trail: every change made through the Management API, newest first (never a secret value).
+import { useEffect, useState } from 'preact/hooks';
+import { api, seg } from '../api';
+import type { SectionProps } from './project';
+import type { AuditEntry } from '../types';
+
+const PAGE = 50;
+import { Empty, ErrorNote, Failure, Loading, when } from '../ui/feedback';
+import { useAction } from '../ui/use-resource';
+
+export function Audit({ project }: SectionProps) {
+  const base = `projects/${seg(project.ref)}/audit`;
+  const [rows, setRows] = useState<AuditEntry[] | null>(null);
+  const [cursor, setCursor] = useState<string | null>(null);
+  // Pages of PAGE entries; `before` is the id of the oldest entry shown so far.
+  const load = useAction(async (before: string | null) => {
+    const q = new URLSearchParams({ limit: String(PAGE) });
+    if (before) q.set('before', before);
+    const page = await api<AuditEntry[]>('GET', `${base}?${q}`);
+    setRows((prev) => (before && prev ? [...prev, ...page] : page));
+    setCursor(page.length === PAGE ? page[page.length - 1].id : null);
+  });
+  useEffect(() => void load.run(null), []);
+
+  return (
+    <>
+      <p class="lead">Who changed what and when, for every change made through the Management API or this page.</p>
+      {load.error && !rows && <Failure error={load.error} />}
+      {!rows && !load.error && <Loading what="Loading the audit trail" />}
+      {rows?.length === 0 && <Empty>Nothing changed yet.</Empty>}
+      {!!rows?.length && (
+        <table>
+          <caption class="sr-only">Audit trail, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">Who</th>
+              <th scope="col">Action</th>
+              <th scope="col">Resource</th>
+              <th scope="col">Details</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((a) => (
+              <tr key={a.id}>
+                <td>{when(a.created_at)}</td>
+                <td>{a.actor?.token_name ? `token “${a.actor.token_name}”` : 'owner'}</td>
+                <td>
+                  <code>{a.action}</code>
+                </td>
+                <td class="mono wrap">
+                  {a.resource_type}
+                  {a.resource_id ? ` ${a.resource_id}` : ''}
+                </td>
+                <td class="mono wrap small">{a.details && Object.keys(a.details).length ? JSON.stringify(a.details) : '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {rows && load.error && <ErrorNote error={load.error} />}
+      {cursor && (
+        <button type="button" onClick={() => load.run(cursor)} disabled={load.busy}>
+          {load.busy ? 'Loading…' : 'Load older entries'}
+        </button>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,129 @@
+// One delivery: where it goes, every attempt with its outcome, the last error, and a manual retry.
+import { useState } from 'preact/hooks';
+import { api, seg } from '../api';
+import { href } from '../router';
+import type { Project, Delivery, DeliveryDetail } from '../types';
+import { Badge, Empty, ErrorNote, Failure, Loading, Notice, when } from '../ui/feedback';
+import { useAction, useResource } from '../ui/use-resource';
+
+const tone = { delivered: 'ok', failed: 'warn', dead: 'bad', pending: 'muted' } as const;
+
+export function StatusBadge({ status }: { status: Delivery['status'] }) {
+  return <Badge tone={tone[status] ?? 'muted'}>{status}</Badge>;
+}
+
+export function DeliveryView({ project, id }: { project: Project; id: string }) {
+  const path = `projects/${seg(project.ref)}/outbox/deliveries/${seg(id)}`;
+  const d = useResource<DeliveryDetail>(path);
+  const [flash, setFlash] = useState('');
+  const retry = useAction(async () => {
+    await api('POST', `${path}/retry`);
+    setFlash('Queued again as a new attempt sequence. Refresh to follow its progress.');
+    d.reload();
+  });
+
+  return (
+    <>
+      <p>
+        <a href={href(project.ref, 'deliveries')}>← All deliveries</a>
+      </p>
+      {d.loading && !d.data && <Loading what="Loading delivery" />}
+      {d.error && <Failure error={d.error} />}
+      {d.data && (
+        <>
+          <dl class="facts">
+            <dt>Status</dt>
+            <dd>
+              <StatusBadge status={d.data.status} />
+            </dd>
+            <dt>Id (webhook-id)</dt>
+            <dd class="mono">{d.data.id}</dd>
+            <dt>Kind</dt>
+            <dd>{d.data.kind}</dd>
+            <dt>Target</dt>
+            <dd class="mono wrap">
+              {d.data.method ? `${d.data.method} ` : ''}
+              {d.data.target}
+            </dd>
+            <dt>Attempts</dt>
+            <dd>{d.data.attempts}</dd>
+            {d.data.next_attempt_at && (
+              <>
+                <dt>Next attempt</dt>
+                <dd>{when(d.data.next_attempt_at)}</dd>
+              </>
+            )}
+            {d.data.callback_function && (
+              <>
+                <dt>Callback</dt>
+                <dd>
+                  <code>{d.data.callback_function}</code> {d.data.callback_status ?? 'not called yet'}
+                  {d.data.callback_error ? `: ${d.data.callback_error}` : ''}
+                </dd>
+              </>
+            )}
+            <dt>Created</dt>
+            <dd>{when(d.data.created_at)}</dd>
+          </dl>
+          {d.data.last_error && (
+            <div class="error" role="note">
+              <strong>Last error:</strong> <span class="mono wrap">{d.data.last_error}</span>
+            </div>
+          )}
+          <div class="toolbar">
+            <button type="button" onClick={d.reload}>
+              Refresh
+            </button>
+            {(d.data.status === 'failed' || d.data.status === 'dead') && (
+              <button type="button" class="primary" disabled={retry.busy} onClick={() => retry.run()}>
+                {retry.busy ? 'Retrying…' : 'Retry now'}
+              </button>
+            )}
+          </div>
+          {flash && <Notice kind="success">{flash}</Notice>}
+          <ErrorNote error={retry.error} title="Not retried" />
+          <h2>Attempt history</h2>
+          {d.data.attempt_history.length === 0 ? (
+            <Empty>No attempt yet: the delivery is waiting for its first try.</Empty>
+          ) : (
+            <table>
+              <caption class="sr-only">Attempts, oldest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Run</th>
+                  <th scope="col">Attempt</th>
+                  <th scope="col">Outcome</th>
+                  <th scope="col">HTTP</th>
+                  <th scope="col">Error</th>
+                  <th scope="col">Duration</th>
+                  <th scope="col">Started</th>
+                </tr>
+              </thead>
+              <tbody>
+                {d.data.attempt_history.map((a) => (
+                  <tr key={`${a.run}.${a.attempt}`}>
+                    <td>{a.run}</td>
+                    <td>{a.attempt}</td>
+                    <td>
+                      <StatusBadge status={a.outcome} />
+                    </td>
+                    <td>{a.http_status ?? '—'}</td>
+                    <td class="wrap">{a.error ?? '—'}</td>
+                    <td>{a.duration_ms != null ? `${a.duration_ms} ms` : '—'}</td>
+                    <td>{when(a.started_at)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          {d.data.last_response_body && (
+            <>
+              <h2>Last response body</h2>
+              <pre class="body">{d.data.last_response_body}</pre>
+            </>
+          )}
+        </>
+      )}
+    </>
+  );
+}

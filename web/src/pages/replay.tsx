@@ -1,0 +1,93 @@
+// Bulk replay after an outage: re-enqueue the dead (or failed) deliveries matching a filter,
+// always behind a confirmation that says what will be sent again.
+import { useState } from 'preact/hooks';
+import { api } from '../api';
+import { Dialog } from '../ui/dialog';
+import { ErrorNote, Notice } from '../ui/feedback';
+import { Field, Select } from '../ui/form';
+import { useAction } from '../ui/use-resource';
+
+export function Replay({ base, onClose, onDone }: { base: string; onClose: () => void; onDone: () => void }) {
+  const [status, setStatus] = useState<'dead' | 'failed'>('dead');
+  const [from, setFrom] = useState('');
+  const [to, setTo] = useState('');
+  const [webhookId, setWebhookId] = useState('');
+  const [host, setHost] = useState('');
+  const [confirming, setConfirming] = useState(false);
+  const [result, setResult] = useState<number | null>(null);
+
+  const filter = () => {
+    const f: Record<string, string> = { status };
+    if (from) f.from = new Date(from).toISOString();
+    if (to) f.to = new Date(to).toISOString();
+    if (webhookId) f.webhook_id = webhookId.trim();
+    if (host) f.target_host = host.trim();
+    return f;
+  };
+  const replay = useAction(async () => {
+    const r = await api<{ replayed: number }>('POST', `${base}/replay`, filter());
+    setResult(r.replayed);
+    setConfirming(false);
+    onDone();
+  });
+
+  return (
+    <Dialog title="Replay deliveries" onClose={onClose}>
+      {result !== null ? (
+        <>
+          <Notice kind="success">
+            {result} {result === 1 ? 'delivery was' : 'deliveries were'} queued again.
+          </Notice>
+          <div class="actions">
+            <button type="button" class="primary" onClick={onClose} autoFocus>
+              Close
+            </button>
+          </div>
+        </>
+      ) : (
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (confirming) void replay.run();
+            else setConfirming(true);
+          }}
+        >
+          <p>After an outage, send again every delivery that matches. Each one starts a new attempt sequence.</p>
+          <Select
+            label="Deliveries that are"
+            value={status}
+            onChange={(v) => {
+              setStatus(v);
+              setConfirming(false);
+            }}
+            options={[
+              ['dead', 'Dead'],
+              ['failed', 'Failed'],
+            ]}
+          />
+          <div class="grid2">
+            <Field label="Created from" type="datetime-local" value={from} onInput={(v) => (setFrom(v), setConfirming(false))} />
+            <Field label="Created until" type="datetime-local" value={to} onInput={(v) => (setTo(v), setConfirming(false))} />
+            <Field label="Webhook id" value={webhookId} onInput={(v) => (setWebhookId(v), setConfirming(false))} mono placeholder="any" />
+            <Field label="Target host" value={host} onInput={(v) => (setHost(v), setConfirming(false))} mono placeholder="any" />
+          </div>
+          {confirming && (
+            <Notice kind="warning">
+              Every <strong>{status}</strong> delivery matching these filters
+              {from || to || webhookId || host ? '' : ' (no filter: all of them)'} will be sent again to its target. Press “Replay now” to confirm.
+            </Notice>
+          )}
+          <ErrorNote error={replay.error} title="Not replayed" />
+          <div class="actions">
+            <button type="button" onClick={onClose}>
+              Cancel
+            </button>
+            <button type="submit" class={confirming ? 'danger' : 'primary'} disabled={replay.busy}>
+              {replay.busy ? 'Replaying…' : confirming ? 'Replay now' : 'Review replay'}
+            </button>
+          </div>
+        </form>
+      )}
+    </Dialog>
+  );
+}

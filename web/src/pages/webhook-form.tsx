@@ -1,0 +1,92 @@
+// Create or edit a webhook. Edits send only the fields that changed (PATCH is partial).
+import { useState } from 'preact/hooks';
+import { api, ApiFailure, seg } from '../api';
+import type { Webhook } from '../types';
+import { ErrorNote } from '../ui/feedback';
+import { Check, Field, TextArea, formatHeaders, parseHeaders } from '../ui/form';
+import { useAction } from '../ui/use-resource';
+
+const EVENTS = ['INSERT', 'UPDATE', 'DELETE'] as const;
+
+export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; hook?: Webhook; onSaved: (w: Webhook) => void; onCancel: () => void }) {
+  const [name, setName] = useState(hook?.name ?? '');
+  const [table, setTable] = useState(hook?.table ?? 'public.');
+  const [events, setEvents] = useState<string[]>(hook?.events ?? ['INSERT']);
+  const [url, setUrl] = useState(hook?.url ?? 'https://');
+  const [headers, setHeaders] = useState(formatHeaders(hook?.headers));
+  const [timeout, setTimeoutMs] = useState(hook?.timeout_ms ? String(hook.timeout_ms) : '');
+  const [enabled, setEnabled] = useState(hook?.enabled ?? true);
+
+  const save = useAction(async () => {
+    let parsedHeaders: Record<string, string>;
+    try {
+      parsedHeaders = parseHeaders(headers);
+    } catch (e) {
+      throw new ApiFailure(0, 'invalid_headers', (e as Error).message);
+    }
+    if (events.length === 0) throw new ApiFailure(0, 'no_events', 'Choose at least one event.');
+    const body: Record<string, unknown> = { name: name.trim() || table.trim(), table: table.trim(), events, url: url.trim(), headers: parsedHeaders, enabled };
+    if (timeout) body.timeout_ms = Number(timeout);
+    if (!hook) return onSaved(await api<Webhook>('POST', base, body));
+    const changed = Object.fromEntries(
+      Object.entries(body).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify((hook as unknown as Record<string, unknown>)[k])),
+    );
+    onSaved(Object.keys(changed).length ? await api<Webhook>('PATCH', `${base}/${seg(hook.id)}`, changed) : hook);
+  });
+
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save.run();
+      }}
+    >
+      <Field label="Name" value={name} onInput={setName} placeholder="the table's name" />
+      <Field label="Table" value={table} onInput={setTable} required mono hint="schema.table, in schema public or api; it must exist in the project database." />
+      <fieldset>
+        <legend>Events</legend>
+        {EVENTS.map((ev) => (
+          <label key={ev} class="inline">
+            <input
+              type="checkbox"
+              name="events"
+              value={ev}
+              checked={events.includes(ev)}
+              onChange={(e) => setEvents(e.currentTarget.checked ? [...events, ev] : events.filter((x) => x !== ev))}
+            />{' '}
+            {ev}
+          </label>
+        ))}
+      </fieldset>
+      <Field
+        label="URL"
+        type="url"
+        value={url}
+        onInput={setUrl}
+        required
+        mono
+        hint="http(s) only. Private, loopback and metadata addresses are refused."
+      />
+      <TextArea
+        label="Headers"
+        value={headers}
+        onInput={setHeaders}
+        mono
+        rows={3}
+        placeholder={'Authorization: Bearer {{secret:BILLING_TOKEN}}'}
+        hint="One “Name: value” per line. webhook-id, webhook-timestamp and webhook-signature are set by the service."
+      />
+      <Field label="Timeout (ms)" type="number" value={timeout} onInput={setTimeoutMs} min={1} placeholder="10000" />
+      <Check label="Enabled" checked={enabled} onChange={setEnabled} hint="A disabled webhook keeps its settings and secret but sends nothing: its trigger is removed." />
+      <ErrorNote error={save.error} title="Not saved" />
+      <div class="actions">
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
+        <button type="submit" class="primary" disabled={save.busy}>
+          {save.busy ? 'Saving…' : hook ? 'Save changes' : 'Create webhook'}
+        </button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,127 @@
+// Database webhooks: create (the signing secret is shown once), edit, rotate the secret, delete.
+import { useState } from 'preact/hooks';
+import { api, seg } from '../api';
+import type { SectionProps } from './project';
+import type { Webhook } from '../types';
+import { Badge, Empty, ErrorNote, Failure, Loading, Notice, when } from '../ui/feedback';
+import { Confirm, Dialog } from '../ui/dialog';
+import { useAction, useResource } from '../ui/use-resource';
+import { OneTimeSecret } from './webhook-secret';
+import { WebhookForm } from './webhook-form';
+
+type Mode = { kind: 'create' } | { kind: 'edit'; hook: Webhook } | { kind: 'rotate'; hook: Webhook } | { kind: 'delete'; hook: Webhook } | null;
+
+export function Webhooks({ project }: SectionProps) {
+  const base = `projects/${seg(project.ref)}/webhooks`;
+  const list = useResource<Webhook[]>(base);
+  const [mode, setMode] = useState<Mode>(null);
+  const [secret, setSecret] = useState<{ name: string; value: string; rotated: boolean; previousUntil?: string | null } | null>(null);
+  const [flash, setFlash] = useState('');
+
+  const rotate = useAction(async (hook: Webhook) => {
+    const r = await api<Webhook>('PATCH', `${base}/${seg(hook.id)}`, { rotate_secret: true });
+    setMode(null);
+    setSecret({ name: hook.name, value: r.signing_secret!, rotated: true, previousUntil: r.previous_secret_expires_at });
+    list.reload();
+  });
+  const remove = useAction(async (hook: Webhook) => {
+    await api('DELETE', `${base}/${seg(hook.id)}`);
+    setMode(null);
+    setFlash(`Webhook “${hook.name}” deleted.`);
+    list.reload();
+  });
+
+  return (
+    <>
+      <p class="lead">
+        A webhook sends a signed HTTP request (Standard Webhooks) to your URL after every committed change of a table. Headers may use{' '}
+        <code>{'{{secret:NAME}}'}</code> placeholders from Secrets.
+      </p>
+      <div class="toolbar">
+        <button type="button" class="primary" onClick={() => setMode({ kind: 'create' })}>
+          New webhook
+        </button>
+      </div>
+      {secret && <OneTimeSecret {...secret} onDone={() => setSecret(null)} />}
+      {flash && <Notice kind="success">{flash}</Notice>}
+      {list.loading && !list.data && <Loading what="Loading webhooks" />}
+      {list.error && <Failure error={list.error} plan={project.plan} />}
+      {list.data?.length === 0 && <Empty>No webhooks yet. Create one to get a request for every insert, update or delete on a table.</Empty>}
+      {!!list.data?.length && (
+        <table>
+          <caption class="sr-only">Webhooks</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Table and events</th>
+              <th scope="col">URL</th>
+              <th scope="col">Updated</th>
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.map((h) => (
+              <tr key={h.id}>
+                <td>
+                  <strong>{h.name}</strong> {!h.enabled && <Badge tone="muted">disabled</Badge>}
+                </td>
+                <td>
+                  <code>{h.table}</code> <span class="dim">{h.events.join(', ')}</span>
+                </td>
+                <td class="mono wrap">{h.url}</td>
+                <td>{when(h.updated_at ?? h.created_at)}</td>
+                <td class="row-actions">
+                  <button type="button" onClick={() => setMode({ kind: 'edit', hook: h })} aria-label={`Edit ${h.name}`}>
+                    Edit
+                  </button>
+                  <button type="button" onClick={() => setMode({ kind: 'rotate', hook: h })} aria-label={`Rotate the signing secret of ${h.name}`}>
+                    Rotate secret
+                  </button>
+                  <button type="button" class="danger" onClick={() => setMode({ kind: 'delete', hook: h })} aria-label={`Delete ${h.name}`}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+
+      {(mode?.kind === 'create' || mode?.kind === 'edit') && (
+        <Dialog title={mode.kind === 'create' ? 'New webhook' : `Edit ${mode.hook.name}`} onClose={() => setMode(null)}>
+          <WebhookForm
+            base={base}
+            hook={mode.kind === 'edit' ? mode.hook : undefined}
+            onSaved={(saved) => {
+              setMode(null);
+              setFlash('');
+              if (saved.signing_secret) setSecret({ name: saved.name, value: saved.signing_secret, rotated: false });
+              else setFlash(`Webhook “${saved.name}” saved.`);
+              list.reload();
+            }}
+            onCancel={() => setMode(null)}
+          />
+        </Dialog>
+      )}
+      {mode?.kind === 'rotate' && (
+        <Confirm title="Rotate the signing secret?" confirmLabel="Rotate" busy={rotate.busy} onConfirm={() => rotate.run(mode.hook)} onCancel={() => setMode(null)}>
+          <p>
+            A new signing secret is issued for <strong>{mode.hook.name}</strong> and shown once. For a grace period the previous secret keeps
+            signing beside it (requests carry both signatures), so you can update your receiver without dropping requests.
+          </p>
+          <ErrorNote error={rotate.error} />
+        </Confirm>
+      )}
+      {mode?.kind === 'delete' && (
+        <Confirm title="Delete this webhook?" confirmLabel="Delete" danger busy={remove.busy} onConfirm={() => remove.run(mode.hook)} onCancel={() => setMode(null)}>
+          <p>
+            <strong>{mode.hook.name}</strong> stops sending at once; messages already queued for it end as <em>dead</em> without a request.
+          </p>
+          <ErrorNote error={remove.error} />
+        </Confirm>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,137 @@
+// Shapes of the Management API's answers, as the dashboard uses them.
+
+export interface ProjectSummary {
+  ref: string;
+  plan: string;
+  created_at: string;
+  project_url: string;
+}
+
+export interface Project extends ProjectSummary {
+  features: string[];
+  anon_key: string;
+  outbox_enabled: boolean;
+  auth: { site_url: string; additional_redirect_urls: string[]; disable_signup: boolean; allow_linking: boolean };
+}
+
+export type AttributeMapping = Partial<Record<'email' | 'email_verified' | 'name' | 'first_name' | 'last_name' | 'image', string>> & {
+  extra?: Record<string, string>;
+};
+
+export interface Provider {
+  id: string;
+  kind: 'oidc' | 'saml';
+  name: string;
+  enabled: boolean;
+  domains: string[];
+  issuer?: string;
+  client_id?: string;
+  scopes?: string[];
+  metadata_url?: string | null;
+  callback_url?: string;
+  sp_metadata_url?: string;
+  acs_url?: string;
+  sp_entity_id?: string;
+  attribute_mapping: AttributeMapping;
+  trust_email: boolean;
+  jit: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Webhook {
+  id: string;
+  name: string;
+  table: string;
+  events: string[];
+  url: string;
+  headers: Record<string, string>;
+  timeout_ms: number;
+  enabled: boolean;
+  signing_secret_created_at?: string | null;
+  previous_secret_expires_at?: string | null;
+  created_at: string;
+  updated_at: string;
+  signing_secret?: string;
+}
+
+export interface Secret {
+  name: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Smtp {
+  host: string;
+  port: number;
+  user: string | null;
+  sender_email: string;
+  sender_name: string | null;
+  tls_mode: 'starttls' | 'implicit' | 'none';
+  password_set: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'dead';
+
+export interface Delivery {
+  id: string;
+  kind: 'webhook' | 'http' | 'email';
+  webhook_id?: string | null;
+  target: string;
+  method?: string | null;
+  status: DeliveryStatus;
+  attempts: number;
+  last_http_status?: number | null;
+  last_error?: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Attempt {
+  run: number;
+  attempt: number;
+  outcome: 'delivered' | 'failed' | 'dead';
+  http_status?: number | null;
+  error?: string | null;
+  response_body?: string | null;
+  duration_ms?: number | null;
+  started_at: string;
+  finished_at?: string;
+}
+
+export interface DeliveryDetail extends Delivery {
+  last_response_body?: string | null;
+  callback_function?: string | null;
+  callback_status?: string | null;
+  callback_error?: string | null;
+  next_attempt_at?: string | null;
+  attempt_history: Attempt[];
+}
+
+export interface AuditEntry {
+  id: string;
+  actor?: { owner_id: string | null; token_id: string | null; token_name: string | null };
+  action: string;
+  resource_type: string;
+  resource_id?: string | null;
+  details?: Record<string, unknown>;
+  request_id?: string | null;
+  created_at: string;
+}
+
+export interface User {
+  id: string;
+  email: string | null;
+  email_confirmed_at?: string | null;
+  banned_until?: string | null;
+  last_sign_in_at?: string | null;
+  created_at: string;
+}
+
+/** A page of a cursor-paginated list. */
+export interface Page<T> {
+  items: T[];
+  next_cursor?: string | null;
+}
