@@ -34,7 +34,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
   const common = { tags: ['users'], security: [{ ownerToken: [] }] };
   const onRequest = ownerAuth(ctx);
 
-  app.get<{ Params: { ref: string }; Querystring: { page: number; per_page: number } }>(
+  app.get<{ Params: { ref: string }; Querystring: { page?: string; per_page?: string } }>(
     base,
     {
       onRequest,
@@ -45,13 +45,18 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
         querystring: {
           type: 'object',
           additionalProperties: false,
-          properties: { page: { type: 'integer', minimum: 1, default: 1 }, per_page: { type: 'integer', minimum: 1, maximum: 1000, default: 50 } },
+          // querystrings are not coerced by this server, so numbers arrive as digit strings
+          properties: {
+            page: { type: 'string', pattern: '^[1-9][0-9]{0,5}$', description: 'from 1, default 1' },
+            per_page: { type: 'string', pattern: '^[1-9][0-9]{0,2}$', description: '1 to 999, default 50' },
+          },
         },
       },
     },
     async (req) => {
       const project = await ownedProject(ctx, req, req.params.ref);
-      const { page, per_page } = req.query;
+      const page = Number(req.query.page ?? 1);
+      const per_page = Number(req.query.per_page ?? 50);
       const { users, total } = await listUsers(ctx.db, project.ref, per_page, (page - 1) * per_page);
       return { users: users.map(ownerView), total, page, per_page };
     },

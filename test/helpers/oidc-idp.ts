@@ -64,6 +64,7 @@ export async function startOidcIdp(opts: IdpOptions): Promise<OidcIdp> {
       profile: ['name', 'given_name', 'family_name', 'picture', ...(opts.extraClaims ?? [])],
     },
     cookies: { keys: ['oidc-idp-test-cookie-key'] },
+    ttl: { AccessToken: 600, AuthorizationCode: 60, Grant: 3600, IdToken: 600, Interaction: 600, Session: 3600 },
     features: { devInteractions: { enabled: true } },
   });
   // oidc-provider logs development-mode warnings through console; keep test output clean

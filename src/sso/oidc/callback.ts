@@ -24,7 +24,12 @@ function describe(err: unknown): string {
     return `The identity provider refused the sign-in: ${err.error}${err.error_description ? ` (${err.error_description})` : ''}.`;
   }
   const e = err as { code?: string; message?: string };
-  return `The identity provider's answer did not validate: ${e.message ?? 'unknown error'}${e.code ? ` [${e.code}]` : ''}.`;
+  // openid-client wraps oauth4webapi's error, whose cause names the claim or attribute at fault
+  let about: unknown;
+  for (let c = err as { cause?: unknown; claim?: unknown; attribute?: unknown } | undefined, i = 0; c && !about && i < 4; c = c.cause as typeof c, i++) {
+    about = c.claim ?? c.attribute;
+  }
+  return `The identity provider's answer did not validate: ${e.message ?? 'unknown error'}${typeof about === 'string' ? ` (${about})` : ''}${e.code ? ` [${e.code}]` : ''}.`;
 }
 
 async function verifyAndMap(ctx: SsoContext, flow: FlowRow, provider: ProviderRow, query: string) {
