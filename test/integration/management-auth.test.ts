@@ -97,6 +97,8 @@ describe('Management API authorization matrix', () => {
       expect(r.status).toBe(402);
       expect(r.body).toEqual({ code: 'feature_not_in_plan', message: expect.stringContaining('custom SMTP') });
     }
+    const head = await fetch(`${svc.url}${path}`, { method: 'HEAD', headers: { authorization: `Bearer ${free.ownerToken}` } });
+    expect(head.status).toBe(402);
     // plans are data: moving the project to pro opens the routes
     await setPlan(svc.ctx, free.ref, 'pro');
     expect((await svc.api(free.ownerToken, 'GET', path)).body.code).toBe('smtp_not_configured');
