@@ -1,0 +1,199 @@
+// The measurements. Each phase warms up, runs its measured set, waits for the set to arrive at the
+// receiver, and returns its figure with the details that explain it (CPU per process, backlog).
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { LoadGenerator, type Table } from './load.js';
+import { Receipts } from './receipts.js';
+import { cpuBetween, type ProcWatch } from './proc.js';
+import { percentile, perSecond, round, type Bucket } from './report.js';
+
+export interface Settings {
+  messages: number;
+  warmup: number;
+  latencyRate: number;
+  latencyWarmupS: number;
+  stallMs: number;
+  dispatchConcurrency: number;
+}
+
+export interface PhaseCtx {
+  s: Settings;
+  gen: LoadGenerator;
+  receipts: Receipts;
+  watch: ProcWatch;
+  databaseUrl: string;
+  log: (line: string) => void;
+}
+
+export interface Phase {
+  figure: number | null;
+  detail: Record<string, unknown>;
+}
+
+const rate = (n: number, fromMs: number, toMs: number) => Math.round(n / ((toMs - fromMs) / 1000));
+
+/**
+ * Runs fn between two CPU snapshots. With `messages`, also CPU milliseconds per message for each
+ * process: on a CPU-bound machine, the sum of these is what caps the rate (cores / sum).
+ */
+async function measured<T extends Record<string, unknown>>(ctx: PhaseCtx, fn: () => Promise<T>, messages?: number): Promise<T & { cpu_s: Record<string, number>; cpu_ms_per_message?: Record<string, number> }> {
+  const before = ctx.watch.cpuSnapshot();
+  const t0 = Date.now();
+  const out = await fn();
+  const cpu = cpuBetween(before, ctx.watch.cpuSnapshot(), (Date.now() - t0) / 1000);
+  if (!messages) return { ...out, cpu_s: cpu };
+  const perMessage = Object.fromEntries(
+    Object.entries(cpu)
+      .filter(([k]) => !['machine_busy_share', 'wall_s'].includes(k))
+      .map(([k, v]) => [k, round((v * 1000) / messages, 3)!]),
+  );
+  return { ...out, cpu_s: cpu, cpu_ms_per_message: perMessage };
+}
+
+/** commit_rate: rows committed per second into a table nobody listens to. */
+export async function commitPhase(ctx: PhaseCtx): Promise<Phase> {
+  await ctx.gen.run(ctx.s.warmup, () => 'bench_plain');
+  const d = await measured(ctx, async () => {
+    const r = await ctx.gen.run(ctx.s.messages, () => 'bench_plain');
+    return { commit_rate: rate(r.count, r.startedAt, r.endedAt), seconds: round((r.endedAt - r.startedAt) / 1000, 2) };
+  }, ctx.s.messages);
+  return { figure: d.commit_rate, detail: d };
+}
+
+/**
+ * Commits `count` rows as fast as the generator can into `table(seq)` and waits for the rows that
+ * `healthy` accepts to arrive. The rate is over the whole set: first commit started → last receipt.
+ */
+async function flood(ctx: PhaseCtx, table: (s: number) => Table, healthy: (s: number) => boolean = () => true) {
+  return measured(ctx, async () => {
+    const r = await ctx.gen.run(ctx.s.messages, table);
+    const commitRate = rate(r.count, r.startedAt, r.endedAt);
+    ctx.log(`  committed ${r.count} rows at ${commitRate}/s; waiting for delivery…`);
+    const a = await ctx.receipts.waitFor(r.first, r.count, ctx.s.stallMs, healthy, (p) => ctx.log(`  … ${p.delivered}/${p.expected} delivered`));
+    // how far delivery trailed the generator when it stopped committing
+    const backlogAtLastCommit = a.expected - [...range(r.first, r.count)].filter((s) => healthy(s) && (ctx.receipts.at.get(s) ?? Infinity) <= r.endedAt).length;
+    return {
+      delivered: a.delivered,
+      expected: a.expected,
+      complete: a.complete,
+      rate: a.complete ? rate(a.expected, r.startedAt, a.lastAt) : null,
+      generator_commit_rate: commitRate,
+      backlog_at_last_commit: backlogAtLastCommit,
+      drain_s_after_last_commit: a.complete ? round((a.lastAt - r.endedAt) / 1000, 2) : null,
+    };
+  }, ctx.s.messages);
+}
+
+function* range(first: number, count: number) {
+  for (let s = first; s < first + count; s++) yield s;
+}
+
+/** Sends a warm-up set through the webhook pipeline; false when nothing arrives at all. */
+export async function warmPipeline(ctx: PhaseCtx, table: Table): Promise<{ ok: boolean; detail: Record<string, unknown> }> {
+  const r = await ctx.gen.run(ctx.s.warmup, () => table);
+  const a = await ctx.receipts.waitFor(r.first, r.count, ctx.s.stallMs, () => true, (p) => ctx.log(`  … warm-up ${p.delivered}/${p.expected}`));
+  return { ok: a.complete, detail: { delivered: a.delivered, expected: a.expected, seconds: round((a.lastAt - r.startedAt) / 1000, 2) } };
+}
+
+export async function e2ePhase(ctx: PhaseCtx): Promise<Phase> {
+  const d = await flood(ctx, () => 'bench_hooked');
+  return { figure: d.rate, detail: d };
+}
+
+/** hol: healthy targets' rate while one message in a hundred goes to a target that never answers. */
+export async function holPhase(ctx: PhaseCtx, withoutRate: number | null): Promise<Phase> {
+  const hang = (s: number) => s % 100 === 0;
+  const d = await flood(ctx, (s) => (hang(s) ? 'bench_hang' : 'bench_hooked'), (s) => !hang(s));
+  const penalty = d.rate !== null && withoutRate ? round(1 - d.rate / withoutRate, 3) : null;
+  return { figure: penalty, detail: { ...d, healthy_rate_with_hang: d.rate, healthy_rate_without: withoutRate, hung_requests_seen: ctx.receipts.hung } };
+}
+
+/** latency at a fixed offered load; the first latencyWarmupS seconds of the stream are not counted. */
+export async function latencyPhase(ctx: PhaseCtx): Promise<Phase & { buckets: Bucket[]; p: Record<string, number | null> }> {
+  const warm = ctx.s.latencyRate * ctx.s.latencyWarmupS;
+  let buckets: Bucket[] = [];
+  const d = await measured(ctx, async () => {
+    const r = await ctx.gen.run(warm + ctx.s.messages, () => 'bench_hooked', ctx.s.latencyRate);
+    const first = r.first + warm;
+    const a = await ctx.receipts.waitFor(first, ctx.s.messages, ctx.s.stallMs, () => true, (p) => ctx.log(`  … ${p.delivered}/${p.expected} delivered`));
+    const samples: { commitAt: number; latency: number }[] = [];
+    for (const s of range(first, ctx.s.messages)) {
+      const at = ctx.receipts.at.get(s);
+      const c = ctx.gen.commitAt.get(s);
+      if (at !== undefined && c !== undefined) samples.push({ commitAt: c, latency: at - c });
+    }
+    buckets = perSecond(samples);
+    const sorted = samples.map((x) => x.latency).sort((x, y) => x - y);
+    const lastCommit = ctx.gen.commitAt.get(r.first + r.count - 1) ?? r.endedAt;
+    return {
+      offered_rate: ctx.s.latencyRate,
+      achieved_commit_rate: rate(ctx.s.messages, ctx.gen.commitAt.get(first) ?? r.startedAt, lastCommit),
+      late_starts: r.late,
+      delivered: a.delivered,
+      expected: a.expected,
+      complete: a.complete,
+      p50: round(percentile(sorted, 50)),
+      p95: round(percentile(sorted, 95)),
+      p99: round(percentile(sorted, 99)),
+      max: round(sorted.at(-1) ?? null),
+    };
+  }, warm + ctx.s.messages);
+  const ok = d.complete;
+  return { figure: ok ? d.p99 : null, detail: d, buckets, p: { p50: ok ? d.p50 : null, p95: ok ? d.p95 : null, p99: ok ? d.p99 : null } };
+}
+
+/** The trigger that enqueues a graphile-worker job in the inserting transaction, 2.6-shaped. */
+const baselineTrigger = `
+  create or replace function public.bench_gw_enqueue() returns trigger language plpgsql as $$
+  begin
+    perform graphile_worker.add_job('deliver', jsonb_build_object(
+      'type', tg_op, 'schema', tg_table_schema, 'table', tg_table_name,
+      'record', to_jsonb(new), 'old_record', null,
+      'occurred_at', to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::json);
+    return null;
+  end $$;
+  drop trigger if exists bench_gw_enqueue on public.bench_gw;
+  create trigger bench_gw_enqueue after insert on public.bench_gw for each row execute function public.bench_gw_enqueue();`;
+
+export class BaselineWorker {
+  child: ChildProcess | null = null;
+
+  async start(databaseUrl: string, receiverUrl: string, concurrency: number, poolSize: number): Promise<number> {
+    const child = fork(fileURLToPath(new URL('./baseline-worker.ts', import.meta.url)), [], {
+      execArgv: ['--import', 'tsx'],
+      env: { ...process.env, DATABASE_URL: databaseUrl, RECEIVER_URL: receiverUrl, CONCURRENCY: String(concurrency), POOL_SIZE: String(poolSize) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    this.child = child;
+    await new Promise<void>((resolve, reject) => {
+      child.once('message', () => resolve());
+      child.once('exit', (code) => reject(new Error(`the baseline worker exited (${code}) before it was ready`)));
+    });
+    const c = new pg.Client({ connectionString: databaseUrl });
+    await c.connect();
+    try {
+      await c.query(baselineTrigger);
+    } finally {
+      await c.end();
+    }
+    return child.pid!;
+  }
+
+  async stop() {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    if (child.connected) child.disconnect();
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
+}
+
+export async function baselinePhase(ctx: PhaseCtx): Promise<Phase> {
+  const w = await ctx.gen.run(ctx.s.warmup, () => 'bench_gw');
+  const warm = await ctx.receipts.waitFor(w.first, w.count, ctx.s.stallMs);
+  if (!warm.complete) return { figure: null, detail: { warmup: warm } };
+  const d = await flood(ctx, () => 'bench_gw');
+  return { figure: d.rate, detail: d };
+}

@@ -1,0 +1,187 @@
+// npm run bench: throughput, latency, head-of-line blocking and memory of the outbox pipeline,
+// side by side with a graphile-worker baseline, in one run. See docs/benchmark.md.
+//
+// Progress goes to stderr; stdout gets the table and, as its last line, one JSON object.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { repoRoot } from '../src/config.js';
+import { BenchService, resolveStack } from './environment.js';
+import { LoadGenerator, TABLES, tableDdl } from './load.js';
+import { Receipts } from './receipts.js';
+import { ProcWatch, pidFromFile } from './proc.js';
+import { BaselineWorker, baselinePhase, commitPhase, e2ePhase, holPhase, latencyPhase, warmPipeline, type Phase, type PhaseCtx, type Settings } from './phases.js';
+import { latencySvg, table, targetsMet, type Figures } from './report.js';
+import { findProfile, summariseProfile } from './profile.js';
+
+const env = process.env;
+const quick = env.BENCH_QUICK === '1';
+const messages = Number(env.BENCH_MESSAGES ?? (quick ? 5000 : 50000));
+const settings: Settings = {
+  messages,
+  warmup: Number(env.BENCH_WARMUP ?? Math.min(5000, Math.max(500, Math.round(messages / 10)))),
+  latencyRate: Number(env.BENCH_LATENCY_RATE ?? 500),
+  latencyWarmupS: Number(env.BENCH_LATENCY_WARMUP_S ?? 5),
+  stallMs: Number(env.BENCH_STALL_MS ?? 60_000),
+  dispatchConcurrency: Number(env.DISPATCH_CONCURRENCY ?? 256),
+};
+const generatorClients = Number(env.BENCH_CONCURRENCY ?? 16);
+// equal concurrency by default, as the comparison demands; overridable to show graphile-worker at its own best
+const baselineConcurrency = Number(env.BENCH_BASELINE_CONCURRENCY ?? settings.dispatchConcurrency);
+const baselinePool = Number(env.BENCH_BASELINE_POOL ?? Math.min(baselineConcurrency, 64));
+const phasesWanted = new Set((env.BENCH_PHASES ?? 'commit,latency,baseline,e2e,hol').split(',').map((s) => s.trim()));
+
+const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+const outDir = path.join(repoRoot, '.bench', stamp);
+mkdirSync(outDir, { recursive: true });
+
+const receipts = new Receipts();
+const baseline = new BaselineWorker();
+let service: BenchService | null = null;
+let gen: LoadGenerator | null = null;
+let cleaning: Promise<void> | null = null;
+
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    log('cleaning up: service, connector and slot, databases, topics');
+    await gen?.close();
+    await baseline.stop();
+    receipts.stop();
+    await service?.teardown(log);
+  })();
+  return cleaning;
+}
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    log(`${sig}: stopping`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+async function webhook(svc: BenchService, body: Record<string, unknown>): Promise<string | null> {
+  const r = await svc.api('POST', `/v1/projects/${svc.project!.ref}/webhooks`, body);
+  if (r.status !== 201) {
+    log(`creating webhook ${body.name} answered ${r.status}: ${JSON.stringify(r.body)}`);
+    return null;
+  }
+  return r.body.id;
+}
+
+async function main() {
+  log(`${quick ? 'quick' : 'full'} run: ${messages} messages per phase, warm-up ${settings.warmup}, ${generatorClients} generator clients, dispatcher/baseline concurrency ${settings.dispatchConcurrency}; results in ${path.relative(repoRoot, outDir)}`);
+  const stack = await resolveStack(log);
+  await receipts.start();
+  const profile = env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : [];
+  service = new BenchService(stack, path.join(outDir, 'service.log'), { DISPATCH_CONCURRENCY: String(settings.dispatchConcurrency) }, profile);
+  await service.start();
+  const project = await service.createProject();
+  log(`service pid ${service.child!.pid} on ${service.url}, project ${project.ref}`);
+
+  const watch = new ProcWatch();
+  watch.add({ name: 'service', pid: service.child!.pid! });
+  watch.add({ name: 'receiver', pid: receipts.pid });
+  for (const part of ['kafka', 'connect'] as const) {
+    const pid = stack.runDir && pidFromFile(path.join(stack.runDir, `${part}.pid`));
+    if (pid) watch.add({ name: part, pid });
+  }
+  const pgPid = stack.runDir && pidFromFile(path.join(stack.runDir, 'postgres.pid'));
+  const projectDb = new URL(project.databaseUrl).pathname.slice(1);
+  const groups = { walsender: ['walsender'], project_db: [projectDb], control_db: [service.controlDb] };
+  if (pgPid) watch.add({ name: 'postgres', pid: pgPid, tree: true, groups });
+  watch.start();
+
+  const db = new pg.Client({ connectionString: project.databaseUrl });
+  await db.connect();
+  for (const t of TABLES) await db.query(tableDdl(t));
+
+  // webhooks first: creating the first one enables the outbox (connector and slot)
+  const hooked = await webhook(service, { name: 'bench', table: 'public.bench_hooked', events: ['INSERT'], url: receipts.url('/hook') });
+  const hang = await webhook(service, { name: 'bench-hang', table: 'public.bench_hang', events: ['INSERT'], url: receipts.url('/hang'), timeout_ms: 2000 });
+  const triggers = await db.query(`select tgrelid::regclass::text as t from pg_trigger where not tgisinternal and tgrelid::regclass::text in ('bench_hooked', 'bench_hang')`);
+  await db.end();
+  log(`webhooks: ${hooked ?? 'none'}, ${hang ?? 'none'}; triggers on ${triggers.rows.map((r) => r.t).join(', ') || 'no table'}`);
+
+  gen = new LoadGenerator(project.databaseUrl, generatorClients, Number(env.BENCH_NOTE_BYTES ?? 120));
+  await gen.open();
+  const ctx: PhaseCtx = { s: settings, gen, receipts, watch, databaseUrl: project.databaseUrl, log };
+  const phases: Record<string, Phase | Record<string, unknown>> = {};
+  const run = async <T extends Phase>(name: string, fn: () => Promise<T>): Promise<T | null> => {
+    if (!phasesWanted.has(name)) return null;
+    log(`phase ${name}…`);
+    const p = await fn();
+    phases[name] = p;
+    log(`phase ${name}: ${p.figure ?? 'not measured'}`);
+    return p;
+  };
+
+  const commit = await run('commit', () => commitPhase(ctx));
+
+  let pipeline = hooked !== null && triggers.rowCount! > 0;
+  if (pipeline && ['latency', 'e2e', 'hol'].some((p) => phasesWanted.has(p))) {
+    log('warming the webhook pipeline…');
+    const w = await warmPipeline(ctx, 'bench_hooked');
+    phases.pipeline_warmup = w.detail;
+    pipeline = w.ok;
+    if (!pipeline) log(`the pipeline delivered ${w.detail.delivered}/${w.detail.expected} warm-up messages: skipping the webhook phases`);
+  }
+  const latency = pipeline ? await run('latency', () => latencyPhase(ctx)) : null;
+  if (latency) writeFileSync(path.join(outDir, 'latency.svg'), latencySvg(latency.buckets, `commit → receipt latency at ${settings.latencyRate} msg/s offered (${messages} messages)`));
+
+  let baselineRate: number | null = null;
+  if (phasesWanted.has('baseline')) {
+    const pid = await baseline.start(project.databaseUrl, receipts.url('/gw'), baselineConcurrency, baselinePool);
+    watch.add({ name: 'baseline_worker', pid });
+    baselineRate = (await run('baseline', () => baselinePhase(ctx)))?.figure ?? null;
+    await baseline.stop();
+  }
+  const e2e = pipeline ? await run('e2e', () => e2ePhase(ctx)) : null;
+  const hol = pipeline && hang ? await run('hol', () => holPhase(ctx, e2e?.figure ?? null)) : null;
+
+  const serviceRss = watch.peakMb('service', true);
+  watch.stop();
+  const figures: Figures = {
+    commit_rate: commit?.figure ?? null,
+    e2e_rate: e2e?.figure ?? null,
+    baseline_rate: baselineRate,
+    latency_p50_ms: latency?.p.p50 ?? null,
+    latency_p95_ms: latency?.p.p95 ?? null,
+    latency_p99_ms: latency?.p.p99 ?? null,
+    hol_penalty: hol?.figure ?? null,
+    service_peak_rss_mb: serviceRss,
+    kafka_peak_rss_mb: watch.peakMb('kafka'),
+    connect_peak_rss_mb: watch.peakMb('connect'),
+    postgres_peak_rss_mb: watch.peakMb('postgres'),
+    messages,
+  };
+  const met = targetsMet(figures);
+  const results = {
+    ...figures,
+    targets_met: met,
+    mode: quick ? 'quick' : 'full',
+    settings: { ...settings, generatorClients, baselineConcurrency, baselinePool },
+    memory: {
+      baseline_worker_peak_rss_mb: watch.peakMb('baseline_worker', true),
+      receiver_peak_rss_mb: watch.peakMb('receiver', true),
+      kafka_lifetime_hwm_mb: watch.lifetimeHwmMb('kafka'),
+      connect_lifetime_hwm_mb: watch.lifetimeHwmMb('connect'),
+    },
+    receiver: { duplicates: receipts.duplicates, hung: receipts.hung, unparsable: receipts.unparsable },
+    phases,
+    started_at: stamp,
+  };
+  await cleanup();
+  const prof = findProfile(outDir);
+  const withProfile = prof ? { ...results, service_cpu_profile: summariseProfile(prof) } : results;
+  writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(withProfile, null, 2) + '\n');
+  process.stdout.write(`\n${table(figures, met)}\n\nresults: ${path.relative(repoRoot, outDir)}\n`);
+  process.stdout.write(JSON.stringify({ ...figures, targets_met: met }) + '\n');
+}
+
+main()
+  .catch(async (e) => {
+    log(`failed: ${(e as Error).stack ?? e}`);
+    await cleanup();
+    process.exitCode = 1;
+  })
+  .finally(() => setTimeout(() => process.exit(), 100).unref());
