@@ -3,7 +3,7 @@
 import type { AppContext } from '../context.js';
 import type { AttemptOutcome } from '../delivery/outcome.js';
 import { acceptedVerdict, classifySendError } from './outcome.js';
-import { resolveSmtp, transportFor, UnknownProjectError, type Sender } from './transport.js';
+import { resolveSmtp, UnknownProjectError, withTransport, type Sender } from './transport.js';
 
 export interface Email {
   /** stable across retries: becomes the Message-ID, so receivers can spot a duplicate */
@@ -31,30 +31,31 @@ export async function deliverEmail(ctx: Ctx, ref: string, mail: Email): Promise<
     return { outcome: 'failed', error: 'no SMTP server is configured (set SMTP_URL, or project SMTP settings)', durationMs: Date.now() - started };
   }
 
-  let pooled;
   try {
-    pooled = transportFor(ctx, route);
+    return await withTransport(ctx, route, async (pooled) => {
+      try {
+        const info = await pooled.transport.sendMail({
+          from: route.from,
+          to: mail.to,
+          subject: mail.subject,
+          html: mail.html ?? undefined,
+          text: mail.text ?? undefined,
+          messageId: `<${mail.id}@${senderDomain(route.from)}>`,
+        });
+        const verdict = acceptedVerdict(info.response, limit, pooled.secrets);
+        ctx.log.debug({ project: ref, message: mail.id, smtp: route.key, source: route.source, smtpCode: verdict.smtpCode }, 'email accepted');
+        return { ...verdict, durationMs: Date.now() - started };
+      } catch (err) {
+        const verdict = classifySendError(err, limit, pooled.secrets);
+        ctx.log.debug({ project: ref, message: mail.id, smtp: route.key, source: route.source, outcome: verdict.outcome, smtpCode: verdict.smtpCode, reason: verdict.error }, 'email not accepted');
+        return { ...verdict, durationMs: Date.now() - started };
+      }
+    });
   } catch (err) {
-    // the sealed password does not open (wrong master key or a row copied from elsewhere)
+    // building the pool failed: the sealed password does not open (another master key, or a row
+    // copied from another project); the settings must be saved again
     ctx.log.error({ project: ref, smtp: route.key, err: { message: (err as Error).message } }, 'SMTP settings unusable');
     return { outcome: 'failed', error: 'the SMTP settings could not be read', durationMs: Date.now() - started };
-  }
-  try {
-    const info = await pooled.transport.sendMail({
-      from: route.from,
-      to: mail.to,
-      subject: mail.subject,
-      html: mail.html ?? undefined,
-      text: mail.text ?? undefined,
-      messageId: `<${mail.id}@${senderDomain(route.from)}>`,
-    });
-    const verdict = acceptedVerdict(info.response, limit, pooled.secrets);
-    ctx.log.debug({ project: ref, message: mail.id, smtp: route.key, source: route.source, smtpCode: verdict.smtpCode }, 'email accepted');
-    return { ...verdict, durationMs: Date.now() - started };
-  } catch (err) {
-    const verdict = classifySendError(err, limit, pooled.secrets);
-    ctx.log.debug({ project: ref, message: mail.id, smtp: route.key, source: route.source, outcome: verdict.outcome, smtpCode: verdict.smtpCode, reason: verdict.error }, 'email not accepted');
-    return { ...verdict, durationMs: Date.now() - started };
   }
 }
 

@@ -148,6 +148,8 @@ interface Pooled {
   lastUsed: number;
   /** secrets this pool knows, to scrub them from any server reply or error text */
   secrets: string[];
+  /** sends under way: a pool is never closed for idleness in the middle of one */
+  inflight: number;
 }
 
 class TransportPool {
@@ -168,7 +170,7 @@ class TransportPool {
       const transport = nodemailer.createTransport({ ...options, pool: true, maxConnections: MAX_CONNECTIONS, logger: false, debug: false });
       // a pooled connection failing between sends must not become an unhandled 'error' event
       transport.on('error', (err: Error & { code?: string }) => this.log.warn({ smtp: route.key, code: err.code }, 'pooled SMTP connection failed'));
-      p = { transport, lastUsed: Date.now(), secrets };
+      p = { transport, lastUsed: Date.now(), secrets, inflight: 0 };
       this.#pools.set(route.key, p);
     }
     p.lastUsed = Date.now();
@@ -178,7 +180,7 @@ class TransportPool {
   #closeIdle(): void {
     const cutoff = Date.now() - IDLE_MS;
     for (const [key, p] of this.#pools) {
-      if (p.lastUsed < cutoff) {
+      if (p.inflight === 0 && p.lastUsed < cutoff) {
         this.#pools.delete(key);
         p.transport.close();
       }
@@ -195,10 +197,18 @@ class TransportPool {
 // One pool set per application context: no process-wide state, and a test's context has its own.
 const pools = new WeakMap<object, TransportPool>();
 
-export function transportFor(ctx: Pick<AppContext, 'cfg' | 'log'>, route: SmtpRoute): Pooled {
+/** Runs one send on the route's pooled transport (built on first use: that is when a password is decrypted). */
+export async function withTransport<T>(ctx: Pick<AppContext, 'cfg' | 'log'>, route: SmtpRoute, send: (p: Pooled) => Promise<T>): Promise<T> {
   let pool = pools.get(ctx.cfg);
   if (!pool) pools.set(ctx.cfg, (pool = new TransportPool(ctx.log)));
-  return pool.get(route);
+  const p = pool.get(route);
+  p.inflight++;
+  try {
+    return await send(p);
+  } finally {
+    p.inflight--;
+    p.lastUsed = Date.now();
+  }
 }
 
 /** Closes every pooled SMTP connection of this context (on shutdown). */

@@ -165,6 +165,21 @@ describe('email channel', () => {
     expect(custom.logins.length).toBe(logins);
   });
 
+  it('fails, without sending, when the sealed password does not open (a row copied from another project)', async () => {
+    const p = await svc.project('pro');
+    const q = await svc.project('pro');
+    await setSmtp(q.ref, { port: custom.port, user: 'mailer', password: PASSWORD });
+    await svc.ctx.db.query(
+      `insert into smtp_settings (project_ref, host, port, username, password_enc, sender_email, tls_mode)
+       select $1, host, port, username, password_enc, sender_email, tls_mode from smtp_settings where project_ref = $2`,
+      [p.ref, q.ref],
+    );
+    const logins = custom.logins.length;
+    const out = await sendEmailMessage(svc.ctx, email(p.ref));
+    expect(out).toMatchObject({ outcome: 'failed', error: 'the SMTP settings could not be read' });
+    expect(custom.logins.length).toBe(logins);
+  });
+
   it('maps a refused login (535) to dead', async () => {
     const p = await svc.project('pro');
     await setSmtp(p.ref, { port: custom.port, user: 'mailer', password: 'not-the-password' });
