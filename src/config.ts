@@ -86,6 +86,8 @@ const schema = z.object({
   DELIVERY_CONFIG_TTL: duration.prefault('1s'),
   /** How often the dispatcher commits outbox offsets whose outcomes are recorded. */
   DISPATCH_COMMIT_INTERVAL: duration.prefault('1s'),
+  /** Dispatcher consumer session timeout: how long before a crashed dispatcher's partitions move to another. */
+  DISPATCH_SESSION_TIMEOUT: duration.prefault('30s'),
 
   // Email.
   /** Platform default SMTP, smtp://user:pass@host:port; unset in development means the mail sink. */

@@ -13,7 +13,7 @@
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { AppContext } from '../context.js';
 import { attemptKey, decodeMessage, MalformedMessageError, type OutboxMessage } from './message.js';
-import { Limiter, PartitionTracker, RecentKeys } from './offsets.js';
+import { Limiter, PartitionTracker, RecentKeys, subscribeAll } from './offsets.js';
 import type { AttemptPipeline } from './pipeline.js';
 import { alreadyRecorded } from './recorder.js';
 import type { Worker } from './workers.js';
@@ -36,8 +36,8 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
   const consumer: Consumer = ctx.kafka.consumer({
     groupId: opts.groupId,
     allowAutoTopicCreation: false,
-    sessionTimeout: 30_000,
-    heartbeatInterval: 3_000,
+    sessionTimeout: ctx.cfg.DISPATCH_SESSION_TIMEOUT,
+    heartbeatInterval: Math.min(3_000, Math.floor(ctx.cfg.DISPATCH_SESSION_TIMEOUT / 3)),
     maxWaitTimeInMs: 500,
   });
   const limiter = new Limiter(opts.concurrency);
@@ -132,7 +132,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
   }
 
   await consumer.connect();
-  for (const topic of opts.topics) await consumer.subscribe({ topic, fromBeginning: true });
+  await subscribeAll(consumer, opts.topics);
   await consumer.run({
     autoCommit: false,
     eachBatchAutoResolve: false,

@@ -95,3 +95,22 @@ export class RecentKeys {
     return this.#keys.has(key);
   }
 }
+
+/**
+ * Subscribes, retrying while the broker's metadata does not know the topic yet (right after it
+ * was created, a broker may still answer UNKNOWN_TOPIC_OR_PARTITION for a moment).
+ */
+export async function subscribeAll(consumer: import('kafkajs').Consumer, topics: string[]): Promise<void> {
+  for (const topic of topics) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await consumer.subscribe({ topic, fromBeginning: true });
+        break;
+      } catch (err) {
+        const e = err as { type?: string; retriable?: boolean };
+        if (attempt >= 20 || !(e.type === 'UNKNOWN_TOPIC_OR_PARTITION' || e.retriable)) throw err;
+        await new Promise((r) => setTimeout(r, 250 * Math.min(attempt + 1, 8)));
+      }
+    }
+  }
+}

@@ -4,6 +4,7 @@
 // the transaction, so a crash replays a batch into the idempotent projection (projection.ts).
 import type { AppContext } from '../context.js';
 import { decodeEvent, type DeliveryEvent } from './events.js';
+import { subscribeAll } from './offsets.js';
 import { applyEvents } from './projection.js';
 import type { Worker } from './workers.js';
 
@@ -26,7 +27,7 @@ export async function startProjector(ctx: AppContext): Promise<Worker> {
   const log = ctx.log.child({ component: 'projector' });
   const consumer = ctx.kafka.consumer({ groupId: projectorGroup(ctx), allowAutoTopicCreation: false, maxWaitTimeInMs: 200 });
   await consumer.connect();
-  await consumer.subscribe({ topic: ctx.topics.events, fromBeginning: true });
+  await subscribeAll(consumer, [ctx.topics.events]);
   await consumer.run({
     partitionsConsumedConcurrently: Math.max(1, ctx.cfg.OUTBOX_PARTITIONS),
     eachBatch: async ({ batch, heartbeat }) => {

@@ -26,7 +26,7 @@ describe('delivery of base.http_request', () => {
 
   beforeAll(async () => {
     await receiver.start('127.0.0.2');
-    svc = await startTestService({ roles: ['api'], env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32', DISPATCH_CONCURRENCY: '16' } });
+    svc = await startService({ roles: ['api'], env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32', DISPATCH_CONCURRENCY: '16' } });
     // The workers log into memory at debug level, so the test can look for leaked secrets.
     const log = pino({ level: 'debug' }, new Writable({ write: (chunk, _e, cb) => (logs.push(String(chunk)), cb()) }));
     workers = await startWorkers({ ...svc.ctx, log }, ['dispatcher', 'projector']);
@@ -322,4 +322,10 @@ async function runAdmin(svc: TestService, args: string[]): Promise<any> {
   const code = await new Promise((r) => child.on('exit', r));
   if (code !== 0) throw new Error(`admin ${args.join(' ')} exited ${code}: ${stderr}`);
   return JSON.parse(stdout.trim().split('\n').at(-1)!);
+}
+
+// Creating a service's topics can race the broker's metadata when several suites start at once
+// (kafkajs createTopics answers UNKNOWN_TOPIC_OR_PARTITION): one retry with fresh topics.
+function startService(opts: Parameters<typeof startTestService>[0]): Promise<TestService> {
+  return startTestService(opts).catch(() => startTestService(opts));
 }

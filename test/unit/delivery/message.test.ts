@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { decodeMessage, encodeMessage, isoToMicros, MalformedMessageError } from '../../../src/delivery/message.js';
+
+const id = '0b9f1a4e-6a1e-4c59-9a7f-3a8d2f0c1e55';
+const value = Buffer.from(JSON.stringify({ id, kind: 'http', created_at: '2026-01-01T00:00:00.123456Z', method: 'GET', url: 'https://x' }));
+
+describe('message envelope', () => {
+  it('defaults a Debezium record to run 1, attempt 1, created now-due', () => {
+    const m = decodeMessage({ key: Buffer.from(id), value, headers: { id: Buffer.from(id), kind: Buffer.from('http'), project: Buffer.from('proj') } });
+    expect(m).toMatchObject({ id, kind: 'http', project: 'proj', run: 1, attempt: 1, firstCreatedAt: '2026-01-01T00:00:00.123456Z', dueAt: 0 });
+  });
+  it('round-trips through encodeMessage with the ladder changes, keeping the value bytes', () => {
+    const m = decodeMessage({ key: null, value, headers: { id, kind: 'http', project: 'proj' } });
+    const next = encodeMessage(m, { attempt: 2, dueAt: 1234 });
+    expect(next.value).toBe(value);
+    const back = decodeMessage({ key: Buffer.from(next.key), value: next.value, headers: next.headers });
+    expect(back).toMatchObject({ id, run: 1, attempt: 2, dueAt: 1234, firstCreatedAt: m.firstCreatedAt });
+  });
+  it('refuses garbage', () => {
+    expect(() => decodeMessage({ key: null, value: Buffer.from('nope'), headers: {} })).toThrow(MalformedMessageError);
+    expect(() => decodeMessage({ key: null, value, headers: { id, kind: 'fax', project: 'p' } })).toThrow(/unknown kind/);
+    expect(() => decodeMessage({ key: null, value, headers: { id, kind: 'http' } })).toThrow(/project/);
+    expect(() => decodeMessage({ key: null, value, headers: { id, kind: 'http', project: 'p', attempt: '0' } })).toThrow(MalformedMessageError);
+  });
+  it('keeps microseconds of created_at', () => {
+    expect(isoToMicros('2026-01-01T00:00:00.123456Z')).toBe(Date.parse('2026-01-01T00:00:00Z') * 1000 + 123456);
+    expect(isoToMicros('2026-01-01T00:00:00Z')).toBe(Date.parse('2026-01-01T00:00:00Z') * 1000);
+    expect(isoToMicros('yesterday')).toBeUndefined();
+  });
+});
