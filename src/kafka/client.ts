@@ -25,23 +25,44 @@ export function createKafka(brokers: string[], clientId: string, logger: Logger)
   });
 }
 
-/** Creates the outbox, retry, dead and events topics when missing (idempotent). */
+/**
+ * Creates the outbox, retry, dead and events topics when missing (idempotent), then waits until
+ * every partition has a leader. kafkajs's own waitForLeaders retries only on "leader not
+ * available", not on the "does not host this topic-partition" a fresh topic can answer with while
+ * its metadata spreads, so the wait is done here; a concurrent creator is not an error either.
+ */
 export async function ensureTopics(admin: Admin, topics: Topics, partitions: number): Promise<void> {
-  const existing = new Set(await admin.listTopics());
   const wanted = [topics.outbox, ...topics.retry.map((r) => r.topic), topics.dead, topics.events];
+  const existing = new Set(await admin.listTopics());
   const missing = wanted.filter((t) => !existing.has(t));
-  if (missing.length === 0) return;
-  await admin.createTopics({
-    waitForLeaders: true,
-    topics: missing.map((topic) => ({
-      topic,
-      numPartitions: partitions,
-      replicationFactor: -1,
-      configEntries: [
-        // the events topic is the source of truth of the deliveries projection: keep it
-        { name: 'retention.ms', value: topic === topics.events || topic === topics.dead ? '-1' : String(7 * 86_400_000) },
-        { name: 'max.message.bytes', value: '8388608' },
-      ],
-    })),
-  });
+  if (missing.length > 0) {
+    await admin
+      .createTopics({
+        waitForLeaders: false,
+        topics: missing.map((topic) => ({
+          topic,
+          numPartitions: partitions,
+          replicationFactor: -1,
+          configEntries: [
+            // the events and dead topics are what the projection and replays are rebuilt from: keep them
+            { name: 'retention.ms', value: topic === topics.events || topic === topics.dead ? '-1' : String(7 * 86_400_000) },
+            { name: 'max.message.bytes', value: '8388608' },
+          ],
+        })),
+      })
+      .catch((e: { type?: string }) => {
+        if (e.type !== 'TOPIC_ALREADY_EXISTS') throw e;
+      });
+  }
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const meta = await admin.fetchTopicMetadata({ topics: wanted });
+      if (meta.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+    }
+    if (Date.now() > deadline) throw new Error(`topics not ready after 30s: ${wanted.join(', ')}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
