@@ -3,7 +3,7 @@
 // project exists and is the caller's (404 project_not_found, same answer for both, so refs cannot
 // be probed), and the plan includes the route's feature (402). Only then is the request parsed and
 // validated, so nothing about a body is ever evaluated for someone who may not use the route.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { registerAudit } from './audit.js';
 import { ownerAuth, ownedProject, requireFeature, type ProjectRow } from './owner-auth.js';
@@ -25,9 +25,13 @@ declare module 'fastify' {
   }
 }
 
-export async function registerManagement(app: FastifyInstance, ctx: AppContext): Promise<void> {
+/**
+ * The guard as an onRequest hook, for any scope of /v1/projects/:ref/... routes (SSO providers and
+ * deliveries can add it to theirs): sets req.ownerId, req.project, and enforces config.feature.
+ */
+export function ownerGuard(ctx: Pick<AppContext, 'db'>) {
   const requireOwner = ownerAuth(ctx);
-  app.addHook('onRequest', async (req, reply) => {
+  return async function guard(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     if (!req.url.startsWith('/v1/')) return;
     await requireOwner(req, reply);
     const ref = (req.params as { ref?: unknown } | undefined)?.ref;
@@ -35,7 +39,11 @@ export async function registerManagement(app: FastifyInstance, ctx: AppContext):
     req.project = await ownedProject(ctx, req, String(ref));
     const feature = req.routeOptions.config?.feature;
     if (feature) requireFeature(req.project, feature);
-  });
+  };
+}
+
+export async function registerManagement(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  app.addHook('onRequest', ownerGuard(ctx));
 
   app.get(
     '/v1/projects',

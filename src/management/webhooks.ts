@@ -83,6 +83,8 @@ interface Body {
 }
 
 const origin = (url: string) => new URL(url).origin;
+// jsonb does not keep key order, so headers are compared with their keys sorted
+const canonical = (v: unknown) => JSON.stringify(v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1)) : v);
 
 export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
   const allow = makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS);
@@ -188,7 +190,8 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           timeout_ms: b.timeout_ms ?? cur.timeout_ms,
           enabled: b.enabled ?? cur.enabled,
         };
-        const changed = (Object.keys(next) as (keyof WebhookFields)[]).filter((k) => JSON.stringify(next[k]) !== JSON.stringify(k === 'schema' ? cur.schema_name : k === 'table' ? cur.table_name : cur[k]));
+        const before: WebhookFields = { ...cur, schema: cur.schema_name, table: cur.table_name };
+        const changed = (Object.keys(next) as (keyof WebhookFields)[]).filter((k) => canonical(next[k]) !== canonical(before[k]));
         if (changed.length) {
           await updateWebhook(c, refName, id, next);
           await recordAudit(c, req, refName, { action: 'webhook.update', resourceType: 'webhook', resourceId: id, details: { fields: changed } });

@@ -201,6 +201,11 @@ describe('webhooks management', () => {
     expect(r.body.signing_secret).toBeUndefined();
     expect(await triggerDef(id)).toMatch(/AFTER INSERT OR DELETE OR UPDATE ON public\.orders/);
 
+    // the same headers in another order are no change (and leave no audit entry)
+    const same = await svc.api(p.ownerToken, 'PATCH', `/v1/projects/${p.ref}/webhooks/${id}`, { headers: { 'X-Tenant': 'acme', Authorization: 'Bearer {{secret:ORDERS_TOKEN}}' }, name: 'orders' });
+    expect(same.status).toBe(200);
+    expect(same.body.updated_at).toBe(r.body.updated_at);
+
     const moved = await svc.api(p.ownerToken, 'PATCH', `/v1/projects/${p.ref}/webhooks/${id}`, { table: 'api.items' });
     expect(moved.body.table).toBe('api.items');
     expect(await triggerDef(id)).toMatch(/ON api\.items/);
