@@ -8,6 +8,10 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { oidcCallbackUrl } from '../../src/sso/oidc/settings.js';
+import { eventually } from '../helpers/env.js';
+import { startOidcIdp, type OidcIdp } from '../helpers/oidc-idp.js';
+import { Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 
 const SHOTS = join(import.meta.dirname, '../../docs/screenshots');
@@ -17,6 +21,8 @@ let browser: BrowserContext;
 let profile: string;
 let page: Page;
 let owner: TestProject;
+let idp: OidcIdp;
+const receiver = new Receiver();
 const offOrigin: string[] = [];
 const cspViolations: string[] = [];
 
@@ -34,6 +40,8 @@ beforeAll(async () => {
   if (built.status !== 0) throw new Error('the dashboard did not build (npm run build:web)');
   svc = await startTestService({ roles: ['api', 'dispatcher', 'projector'] });
   owner = await svc.project('enterprise');
+  idp = await startOidcIdp({ redirectUris: [oidcCallbackUrl(svc.ctx, owner.ref)] });
+  await receiver.start();
   profile = mkdtempSync(join(tmpdir(), 'dashboard-chromium-'));
   mkdirSync(SHOTS, { recursive: true });
   browser = await chromium.launchPersistentContext(profile, {
@@ -55,6 +63,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
+  await idp?.stop();
+  await receiver.stop().catch(() => {});
   if (profile) rmSync(profile, { recursive: true, force: true });
   await svc?.stop();
 });
@@ -161,6 +171,84 @@ describe('dashboard', () => {
     // an invalid name is explained before anything is sent
     await page.getByRole('textbox', { name: 'Name', exact: true }).fill('9lives');
     expect(await page.getByRole('button', { name: 'Save secret' }).isDisabled()).toBe(true);
+  });
+
+  it('adds an OIDC provider against a real IdP, shows its callback URL, tests it, disables it and edits its domains', async () => {
+    await open(`/p/${owner.ref}/sso`);
+    await page.getByText('No SSO providers yet').waitFor();
+    await page.getByRole('button', { name: 'Add provider' }).click();
+    const form = page.getByRole('dialog', { name: 'Add an SSO provider' });
+    await form.getByLabel('OIDC').check();
+    await form.getByRole('textbox', { name: 'Name', exact: true }).fill('Acme IdP');
+    await form.getByRole('textbox', { name: 'Email domains' }).fill('acme.test, acme-corp.test');
+    await form.getByRole('textbox', { name: 'Issuer' }).fill(idp.issuer);
+    await form.getByRole('textbox', { name: 'Client id' }).fill(idp.clientId);
+    await form.getByRole('textbox', { name: 'Client secret' }).fill(idp.clientSecret);
+    await form.getByRole('button', { name: 'Add provider' }).click();
+
+    await page.getByRole('heading', { name: /Acme IdP/ }).waitFor();
+    const callback = await page.getByRole('textbox', { name: 'Callback URL' }).inputValue();
+    expect(callback).toBe(oidcCallbackUrl(svc.ctx, owner.ref));
+    await page.getByRole('button', { name: /^Test/ }).click();
+    const result = page.getByRole('status').filter({ hasText: 'Test passed' });
+    await result.waitFor();
+    expect(await result.textContent()).toContain(idp.issuer);
+    await shot('sso-provider');
+
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByRole('button', { name: 'Enable' }).waitFor();
+    await page.getByRole('textbox', { name: 'Email domains' }).fill('acme.test');
+    await page.getByRole('textbox', { name: 'email', exact: true }).fill('mail');
+    await page.getByRole('button', { name: 'Save provider' }).click();
+    await page.getByRole('status').filter({ hasText: 'Provider saved' }).waitFor();
+
+    const listed = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/auth/providers/sso`);
+    expect(listed.body.items).toEqual([expect.objectContaining({ name: 'Acme IdP', enabled: false, domains: ['acme.test'], attribute_mapping: { email: 'mail' } })]);
+    expect(JSON.stringify(listed.body)).not.toContain(idp.clientSecret);
+
+    // a refused save shows the service's message, and the form stays
+    await open(`/p/${owner.ref}/sso`);
+    await page.getByRole('button', { name: 'Add provider' }).click();
+    await form.getByRole('textbox', { name: 'Name', exact: true }).fill('Clash');
+    await form.getByRole('textbox', { name: 'Email domains' }).fill('acme.test');
+    await form.getByRole('textbox', { name: 'Issuer' }).fill(idp.issuer);
+    await form.getByRole('textbox', { name: 'Client id' }).fill(idp.clientId);
+    await form.getByRole('textbox', { name: 'Client secret' }).fill(idp.clientSecret);
+    await form.getByRole('button', { name: 'Add provider' }).click();
+    await form.getByRole('alert').filter({ hasText: 'sso_domain_taken' }).waitFor();
+    await page.keyboard.press('Escape');
+    expect(await form.count()).toBe(0);
+  });
+
+  it('shows a dead delivery with its attempt history and last error', async () => {
+    const db = new pg.Client({ connectionString: owner.databaseUrl });
+    await db.connect();
+    await db.query('create table public.payments (id serial primary key, amount int)');
+    receiver.answer('/gone', { status: 410, body: 'this endpoint is gone' });
+    const hook = await svc.api(owner.ownerToken, 'POST', `/v1/projects/${owner.ref}/webhooks`, { name: 'payments', table: 'public.payments', events: ['INSERT'], url: `${receiver.url}/gone` });
+    expect(hook.status).toBe(201);
+    await db.query('insert into public.payments (amount) values (42)');
+    await db.end();
+    const dead = await eventually(async () => {
+      const r = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/outbox/deliveries?status=dead`);
+      return r.body.deliveries?.[0];
+    }, 90_000, 'the delivery to end dead');
+
+    await open(`/p/${owner.ref}/deliveries`);
+    await page.getByLabel('Status').selectOption('delivered');
+    await page.getByText('No deliveries match these filters').waitFor();
+    await page.getByLabel('Status').selectOption('dead');
+    await page.getByLabel('Kind').selectOption('webhook');
+    const row = page.getByRole('link', { name: new RegExp(`Delivery ${dead.id}`) });
+    await row.waitFor();
+    await shot('deliveries');
+    await row.press('Enter');
+    await page.getByRole('heading', { name: 'Attempt history' }).waitFor();
+    const history = page.getByRole('table', { name: 'Attempts, oldest first' });
+    expect(await history.getByRole('row').count()).toBe(2);
+    expect(await history.textContent()).toContain('HTTP 410');
+    expect(await page.getByText('this endpoint is gone').count()).toBe(1);
+    await shot('delivery-detail');
   });
 
   it('explains a plan limit instead of showing a form', async () => {

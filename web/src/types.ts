@@ -82,9 +82,16 @@ export interface Delivery {
   target: string;
   method?: string | null;
   status: DeliveryStatus;
+  /** attempts in the current run (a manual retry starts a new run) */
+  run: number;
   attempts: number;
+  total_attempts: number;
   last_http_status?: number | null;
+  last_smtp_code?: number | null;
   last_error?: string | null;
+  next_attempt_at?: string | null;
+  delivered_at?: string | null;
+  callback: { function: string; status: string | null; error: string | null; attempts: number } | null;
   created_at: string;
   updated_at: string;
 }
@@ -94,6 +101,7 @@ export interface Attempt {
   attempt: number;
   outcome: 'delivered' | 'failed' | 'dead';
   http_status?: number | null;
+  smtp_code?: number | null;
   error?: string | null;
   response_body?: string | null;
   duration_ms?: number | null;
@@ -103,11 +111,12 @@ export interface Attempt {
 
 export interface DeliveryDetail extends Delivery {
   last_response_body?: string | null;
-  callback_function?: string | null;
-  callback_status?: string | null;
-  callback_error?: string | null;
-  next_attempt_at?: string | null;
   attempt_history: Attempt[];
+}
+
+export interface DeliveryPage {
+  deliveries: Delivery[];
+  next_cursor: string | null;
 }
 
 export interface AuditEntry {
@@ -127,11 +136,14 @@ export interface User {
   email_confirmed_at?: string | null;
   banned_until?: string | null;
   last_sign_in_at?: string | null;
+  identities: { provider_type: string; email?: string }[];
   created_at: string;
 }
 
-/** A page of a cursor-paginated list. */
-export interface Page<T> {
-  items: T[];
-  next_cursor?: string | null;
+export interface UserPage {
+  users: User[];
+  total: number;
+  page: number;
+  per_page: number;
 }
+

@@ -3,11 +3,11 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, seg } from '../api';
 import { href } from '../router';
 import type { SectionProps } from './project';
-import type { Delivery, Page } from '../types';
+import type { Delivery, DeliveryPage } from '../types';
 import { Empty, ErrorNote, Failure, Loading } from '../ui/feedback';
 import { Select } from '../ui/form';
 import { useAction } from '../ui/use-resource';
-import { DeliveryView, StatusBadge } from './delivery-detail';
+import { DeliveryView, StatusBadge, lastResult } from './delivery-detail';
 import { Replay } from './replay';
 
 type Status = '' | Delivery['status'];
@@ -31,8 +31,8 @@ function DeliveryList({ project }: SectionProps) {
     if (status) q.set('status', status);
     if (kind) q.set('kind', kind);
     if (after) q.set('cursor', after);
-    const page = await api<Page<Delivery>>('GET', `${base}${q.size ? `?${q}` : ''}`);
-    setRows((prev) => (after && prev ? [...prev, ...page.items] : page.items));
+    const page = await api<DeliveryPage>('GET', `${base}${q.size ? `?${q}` : ''}`);
+    setRows((prev) => (after && prev ? [...prev, ...page.deliveries] : page.deliveries));
     setCursor(page.next_cursor ?? null);
   });
   useEffect(() => {
@@ -107,7 +107,7 @@ function DeliveryList({ project }: SectionProps) {
                   </a>
                 </td>
                 <td>{d.attempts}</td>
-                <td class="wrap">{d.last_http_status ? `HTTP ${d.last_http_status}` : (d.last_error ?? '—')}</td>
+                <td class="wrap">{lastResult(d)}</td>
                 <td>{new Date(d.created_at).toLocaleString()}</td>
               </tr>
             ))}

@@ -12,6 +12,12 @@ export function StatusBadge({ status }: { status: Delivery['status'] }) {
   return <Badge tone={tone[status] ?? 'muted'}>{status}</Badge>;
 }
 
+export function lastResult(d: Delivery): string {
+  const code = d.last_http_status ? `HTTP ${d.last_http_status}` : d.last_smtp_code ? `SMTP ${d.last_smtp_code}` : '';
+  if (d.last_error && code && d.last_error.startsWith(code)) return d.last_error;
+  return [code, d.last_error].filter(Boolean).join(': ') || '—';
+}
+
 export function DeliveryView({ project, id }: { project: Project; id: string }) {
   const path = `projects/${seg(project.ref)}/outbox/deliveries/${seg(id)}`;
   const d = useResource<DeliveryDetail>(path);
@@ -46,20 +52,30 @@ export function DeliveryView({ project, id }: { project: Project; id: string }) 
               {d.data.target}
             </dd>
             <dt>Attempts</dt>
-            <dd>{d.data.attempts}</dd>
+            <dd>
+              {d.data.attempts} in this run{d.data.run > 1 ? ` (run ${d.data.run}, ${d.data.total_attempts} in all)` : ''}
+            </dd>
+            <dt>Last result</dt>
+            <dd>{lastResult(d.data)}</dd>
             {d.data.next_attempt_at && (
               <>
                 <dt>Next attempt</dt>
                 <dd>{when(d.data.next_attempt_at)}</dd>
               </>
             )}
-            {d.data.callback_function && (
+            {d.data.callback && (
               <>
                 <dt>Callback</dt>
                 <dd>
-                  <code>{d.data.callback_function}</code> {d.data.callback_status ?? 'not called yet'}
-                  {d.data.callback_error ? `: ${d.data.callback_error}` : ''}
+                  <code>{d.data.callback.function}</code> {d.data.callback.status ?? 'not called yet'}
+                  {d.data.callback.error ? `: ${d.data.callback.error}` : ''}
                 </dd>
+              </>
+            )}
+            {d.data.delivered_at && (
+              <>
+                <dt>Delivered</dt>
+                <dd>{when(d.data.delivered_at)}</dd>
               </>
             )}
             <dt>Created</dt>
@@ -93,7 +109,7 @@ export function DeliveryView({ project, id }: { project: Project; id: string }) 
                   <th scope="col">Run</th>
                   <th scope="col">Attempt</th>
                   <th scope="col">Outcome</th>
-                  <th scope="col">HTTP</th>
+                  <th scope="col">Code</th>
                   <th scope="col">Error</th>
                   <th scope="col">Duration</th>
                   <th scope="col">Started</th>
@@ -107,7 +123,7 @@ export function DeliveryView({ project, id }: { project: Project; id: string }) 
                     <td>
                       <StatusBadge status={a.outcome} />
                     </td>
-                    <td>{a.http_status ?? '—'}</td>
+                    <td>{a.http_status ? `HTTP ${a.http_status}` : a.smtp_code ? `SMTP ${a.smtp_code}` : '—'}</td>
                     <td class="wrap">{a.error ?? '—'}</td>
                     <td>{a.duration_ms != null ? `${a.duration_ms} ms` : '—'}</td>
                     <td>{when(a.started_at)}</td>

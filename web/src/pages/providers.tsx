@@ -18,7 +18,8 @@ export function Providers({ project, id }: SectionProps) {
 
 function ProviderList({ project }: SectionProps) {
   const base = `projects/${seg(project.ref)}/auth/providers/sso`;
-  const list = useResource<Provider[]>(base);
+  const list = useResource<{ items: Provider[] }>(base);
+  const items = list.data?.items;
   const [creating, setCreating] = useState(false);
   return (
     <>
@@ -33,8 +34,8 @@ function ProviderList({ project }: SectionProps) {
       </div>
       {list.loading && !list.data && <Loading what="Loading providers" />}
       {list.error && <Failure error={list.error} plan={project.plan} />}
-      {list.data?.length === 0 && <Empty>No SSO providers yet. Add one: you will get the URLs to give your IdP administrator.</Empty>}
-      {!!list.data?.length && (
+      {items?.length === 0 && <Empty>No SSO providers yet. Add one: you will get the URLs to give your IdP administrator.</Empty>}
+      {!!items?.length && (
         <table>
           <caption class="sr-only">SSO providers</caption>
           <thead>
@@ -46,7 +47,7 @@ function ProviderList({ project }: SectionProps) {
             </tr>
           </thead>
           <tbody>
-            {list.data.map((p) => (
+            {items.map((p) => (
               <tr key={p.id}>
                 <td>
                   <a href={href(project.ref, 'sso', p.id)}>{p.name}</a>
