@@ -27,7 +27,7 @@ export function responseOptions(overrides: Partial<ResponseOptions> = {}): Respo
 
 export const b64 = (xml: string) => Buffer.from(xml).toString('base64');
 
-/** The first schema validation compiles a 4 MB asm.js module (seconds on a slow runner). */
+/** The first schema validation compiles xmllint's WebAssembly module (seconds on a slow runner). */
 export async function warmUpSchemaValidator(): Promise<void> {
   await assertSchemaValid('<warm-up/>').catch(() => undefined);
 }
