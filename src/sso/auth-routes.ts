@@ -35,9 +35,25 @@ interface SsoBody {
 }
 
 export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Promise<void> {
+  // Browser apps on any origin call these endpoints with the anon key in a header (never cookies),
+  // so CORS can allow every origin without credentials, as hosted auth services do.
   app.addHook('onSend', async (req, reply) => {
-    if (req.url.startsWith('/projects/')) reply.header('x-supabase-api-version', API_VERSION);
+    if (!req.url.startsWith('/projects/')) return;
+    reply.header('x-supabase-api-version', API_VERSION);
+    reply.header('access-control-allow-origin', '*');
+    reply.header('access-control-expose-headers', 'x-supabase-api-version, x-request-id');
   });
+  app.options(
+    '/projects/:ref/auth/v1/*',
+    { schema: { hide: true } },
+    async (_req, reply) =>
+      reply
+        .code(204)
+        .header('access-control-allow-methods', 'GET, POST, OPTIONS')
+        .header('access-control-allow-headers', 'apikey, authorization, content-type, x-client-info, x-supabase-api-version')
+        .header('access-control-max-age', '600')
+        .send(),
+  );
   // auth-js sends POST /logout with a JSON content type and no body; treat that as no body.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
@@ -107,7 +123,7 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
         code_challenge_method: method,
         ...started.flow,
       });
-      deleteExpiredFlows(ctx).catch((err) => req.log.warn({ err }, 'could not delete expired sso flows'));
+      deleteExpiredFlows(ctx).catch((err) => req.log.warn({ err }, 'could not delete expired sign-in state'));
       if (b.skip_http_redirect) return { url: started.url };
       return reply.redirect(started.url, 303);
     },

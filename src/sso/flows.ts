@@ -37,7 +37,15 @@ export async function consumeFlow(
   return r.rows[0] ?? null;
 }
 
-/** Expired flows are useless after their TTL; sign-in starts clear them out as it goes. */
+let lastCleanup = 0;
+
+/**
+ * Flows and sign-in codes are useless an hour past expiry; sign-in starts clear them out as they
+ * go, at most once a minute per process (the rows stay harmless if this is late).
+ */
 export async function deleteExpiredFlows(ctx: Pick<SsoContext, 'db'>): Promise<void> {
+  if (Date.now() - lastCleanup < 60_000) return;
+  lastCleanup = Date.now();
   await ctx.db.query(`delete from sso_flows where expires_at < now() - interval '1 hour'`);
+  await ctx.db.query(`delete from auth_codes where expires_at < now() - interval '1 hour'`);
 }

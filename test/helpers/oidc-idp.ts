@@ -29,7 +29,7 @@ export interface OidcIdp {
    * Plays the browser from the authorization URL to the moment the IdP sends it back to the
    * relying party; logs in as `sub` and consents. Returns that redirect (the RP's callback URL).
    */
-  login(authorizationUrl: string, sub: string): Promise<string>;
+  login(authorizationUrl: string, sub: string, opts?: { cancel?: boolean }): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -72,7 +72,7 @@ export async function startOidcIdp(opts: IdpOptions): Promise<OidcIdp> {
   const server = http.createServer(provider.callback());
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
 
-  async function login(authorizationUrl: string, sub: string): Promise<string> {
+  async function login(authorizationUrl: string, sub: string, opts: { cancel?: boolean } = {}): Promise<string> {
     const jar = new Map<string, string>();
     const go = async (target: string, init: RequestInit = {}) => {
       const headers = new Headers(init.headers);
@@ -98,6 +98,11 @@ export async function startOidcIdp(opts: IdpOptions): Promise<OidcIdp> {
       const interaction = /\/interaction\/([^/?#]+)$/.exec(next.pathname);
       if (!interaction) {
         res = await go(current);
+        continue;
+      }
+      if (opts.cancel) {
+        // the user cancels at the IdP: it answers the relying party with error=access_denied
+        res = await go(`${url}/interaction/${interaction[1]}/abort`);
         continue;
       }
       const page = await (await go(current)).text();

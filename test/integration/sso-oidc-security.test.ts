@@ -63,6 +63,34 @@ describe('OIDC sign-in: replay, PKCE, expiry, redirects and sessions', () => {
     expect(landed.searchParams.get('code')).toBeNull();
   });
 
+  it('refuses an answer whose iss parameter is not the issuer', async () => {
+    const started = await startSignIn(project, selector);
+    const callback = new URL(await idp.login(started.url!, 'u1'));
+    expect(callback.searchParams.get('iss')).toBe(idp.issuer);
+    callback.searchParams.set('iss', 'https://evil.test');
+    const landed = await arriveAt(callback.href);
+    expect(landed.searchParams.get('error')).toBe('sso_failed');
+    expect(landed.searchParams.get('code')).toBeNull();
+  });
+
+  it('returns an IdP refusal (the user cancelled) as sso_failed', async () => {
+    const started = await startSignIn(project, selector, 'http://app.test/callback');
+    const landed = await arriveAt(await idp.login(started.url!, 'u1', { cancel: true }));
+    expect(landed.href.startsWith('http://app.test/callback?')).toBe(true);
+    expect(landed.searchParams.get('error')).toBe('sso_failed');
+    expect(landed.searchParams.get('error_description')).toMatch(/access_denied/);
+  });
+
+  it('answers CORS preflights so browser apps can call the endpoints', async () => {
+    const pre = await fetch(`${project.projectUrl}/auth/v1/token?grant_type=pkce`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.test', 'access-control-request-method': 'POST', 'access-control-request-headers': 'apikey, content-type' },
+    });
+    expect(pre.status).toBe(204);
+    expect(pre.headers.get('access-control-allow-origin')).toBe('*');
+    expect(pre.headers.get('access-control-allow-headers')).toContain('apikey');
+  });
+
   it('accepts a sign-in code once only', async () => {
     const r = await signInThrough(idp, project, 'u1', selector);
     expect((await exchangeCode(project, r.code!, r.verifier)).status).toBe(200);

@@ -86,8 +86,10 @@ export function registerOidcCallback(app: FastifyInstance, ctx: SsoContext): voi
       try {
         claims = await verifyAndMap(ctx, flow, provider, req.url.slice(req.url.indexOf('?') + 1));
       } catch (err) {
-        req.log.info({ provider: provider.id, err }, 'oidc answer refused');
-        return reply.redirect(failureRedirect(flow.redirect_to, 'sso_failed', describe(err)), 303);
+        // the description only: the error's cause may carry the IdP's claims
+        const reason = describe(err);
+        req.log.info({ provider: provider.id, flow: flow.id, reason }, 'oidc answer refused');
+        return reply.redirect(failureRedirect(flow.redirect_to, 'sso_failed', reason), 303);
       }
       return reply.redirect(await completeSignIn(ctx, flow, provider, claims), 303);
     },
