@@ -7,6 +7,7 @@ import { LoadGenerator, type Table } from './load.js';
 import { Receipts } from './receipts.js';
 import { cpuBetween, type ProcWatch } from './proc.js';
 import { percentile, perSecond, round, type Bucket } from './report.js';
+import type { OutboxTap } from './tap.js';
 
 export interface Settings {
   messages: number;
@@ -19,6 +20,8 @@ export interface Settings {
 
 export interface PhaseCtx {
   s: Settings;
+  /** when set, the latency phase also splits latency at the outbox topic */
+  tap?: OutboxTap;
   gen: LoadGenerator;
   receipts: Receipts;
   watch: ProcWatch;
@@ -125,6 +128,7 @@ export async function latencyPhase(ctx: PhaseCtx): Promise<Phase & { buckets: Bu
     }
     buckets = perSecond(samples);
     const sorted = samples.map((x) => x.latency).sort((x, y) => x - y);
+    const split = ctx.tap ? latencySplit(ctx, first) : undefined;
     const lastCommit = ctx.gen.commitAt.get(r.first + r.count - 1) ?? r.endedAt;
     return {
       offered_rate: ctx.s.latencyRate,
@@ -137,10 +141,33 @@ export async function latencyPhase(ctx: PhaseCtx): Promise<Phase & { buckets: Bu
       p95: round(percentile(sorted, 95)),
       p99: round(percentile(sorted, 99)),
       max: round(sorted.at(-1) ?? null),
+      split,
     };
   }, warm + ctx.s.messages);
   const ok = d.complete;
   return { figure: ok ? d.p99 : null, detail: d, buckets, p: { p50: ok ? d.p50 : null, p95: ok ? d.p95 : null, p99: ok ? d.p99 : null } };
+}
+
+/**
+ * Where the time goes, per message: commit → readable by a consumer (the tap: capture by Debezium
+ * and Connect) and readable → received (the dispatcher's share, its fetch included).
+ */
+function latencySplit(ctx: PhaseCtx, first: number) {
+  const capture: number[] = [];
+  const dispatch: number[] = [];
+  for (const s of range(first, ctx.s.messages)) {
+    const c = ctx.gen.commitAt.get(s);
+    const seen = ctx.tap!.seenAt.get(s);
+    const at = ctx.receipts.at.get(s);
+    if (c === undefined || seen === undefined) continue;
+    capture.push(seen - c);
+    if (at !== undefined) dispatch.push(at - seen);
+  }
+  const pct = (xs: number[]) => {
+    xs.sort((a, b) => a - b);
+    return { n: xs.length, p50: round(percentile(xs, 50)), p95: round(percentile(xs, 95)), p99: round(percentile(xs, 99)) };
+  };
+  return { commit_to_consumable_ms: pct(capture), consumable_to_receipt_ms: pct(dispatch) };
 }
 
 /** The trigger that enqueues a graphile-worker job in the inserting transaction, 2.6-shaped. */

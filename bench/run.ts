@@ -3,6 +3,7 @@
 //
 // Progress goes to stderr; stdout gets the table and, as its last line, one JSON object.
 import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { repoRoot } from '../src/config.js';
@@ -13,6 +14,7 @@ import { ProcWatch, pidFromFile } from './proc.js';
 import { BaselineWorker, baselinePhase, commitPhase, e2ePhase, holPhase, latencyPhase, warmPipeline, type Phase, type PhaseCtx, type Settings } from './phases.js';
 import { latencySvg, table, targetsMet, type Figures } from './report.js';
 import { findProfile, summariseProfile } from './profile.js';
+import { OutboxTap } from './tap.js';
 
 const env = process.env;
 const quick = env.BENCH_QUICK === '1';
@@ -31,6 +33,7 @@ const baselineConcurrency = Number(env.BENCH_BASELINE_CONCURRENCY ?? settings.di
 const baselinePool = Number(env.BENCH_BASELINE_POOL ?? Math.min(baselineConcurrency, 64));
 const phasesWanted = new Set((env.BENCH_PHASES ?? 'commit,latency,baseline,e2e,hol').split(',').map((s) => s.trim()));
 
+const loadAtStart = os.loadavg()[0];
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const outDir = path.join(repoRoot, '.bench', stamp);
@@ -125,7 +128,16 @@ async function main() {
     pipeline = w.ok;
     if (!pipeline) log(`the pipeline delivered ${w.detail.delivered}/${w.detail.expected} warm-up messages: skipping the webhook phases`);
   }
-  const latency = pipeline ? await run('latency', () => latencyPhase(ctx)) : null;
+  let latency: Awaited<ReturnType<typeof latencyPhase>> | null = null;
+  if (pipeline && phasesWanted.has('latency')) {
+    if (env.BENCH_TAP !== '0') {
+      ctx.tap = new OutboxTap();
+      await ctx.tap.start(stack.kafkaBrokers, `${service.topicPrefix}.outbox`, `${service.topicPrefix}.bench-tap`);
+    }
+    latency = await run('latency', () => latencyPhase(ctx));
+    await ctx.tap?.stop();
+    ctx.tap = undefined;
+  }
   if (latency) writeFileSync(path.join(outDir, 'latency.svg'), latencySvg(latency.buckets, `commit → receipt latency at ${settings.latencyRate} msg/s offered (${messages} messages)`));
 
   let baselineRate: number | null = null;
@@ -169,6 +181,8 @@ async function main() {
     receiver: { duplicates: receipts.duplicates, hung: receipts.hung, unparsable: receipts.unparsable },
     phases,
     started_at: stamp,
+    // the machine is shared: how busy it was around the run (1-minute load average, 2 cores)
+    load_average: { at_start: loadAtStart, at_end: os.loadavg()[0] },
   };
   await cleanup();
   const prof = findProfile(outDir);
