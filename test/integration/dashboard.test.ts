@@ -150,6 +150,16 @@ describe('dashboard', () => {
     await page.getByRole('cell', { name: 'orders to billing', exact: true }).waitFor();
     expect(await page.content()).not.toContain(secret);
     await shot('webhooks');
+
+    // rotation asks first, then shows the new secret once and says how long the old one still signs
+    await page.getByRole('button', { name: 'Rotate the signing secret of orders to billing' }).click();
+    await page.getByRole('dialog', { name: 'Rotate the signing secret?' }).getByRole('button', { name: 'Rotate' }).click();
+    const rotated = page.getByTestId('signing-secret');
+    await rotated.getByText('New signing secret').waitFor();
+    const next = await rotated.getByRole('textbox', { name: 'Signing secret' }).inputValue();
+    expect(next).toMatch(/^whsec_/);
+    expect(next).not.toBe(secret);
+    expect(await rotated.textContent()).toContain('both the previous and the new secret');
   });
 
   it('sets a secret: the name and dates are listed, the value never appears', async () => {
@@ -249,6 +259,29 @@ describe('dashboard', () => {
     expect(await history.textContent()).toContain('HTTP 410');
     expect(await page.getByText('this endpoint is gone').count()).toBe(1);
     await shot('delivery-detail');
+  });
+
+  it('saves SMTP settings with a write-only password, and lists every change in the audit trail', async () => {
+    await open(`/p/${owner.ref}/smtp`);
+    await page.getByText('No SMTP server configured yet').waitFor();
+    await page.getByRole('textbox', { name: 'Host' }).fill('smtp.example.com');
+    await page.getByRole('textbox', { name: 'User' }).fill('mailer');
+    await page.getByRole('textbox', { name: 'Password' }).fill('smtp-password-never-shown');
+    await page.getByRole('textbox', { name: 'Sender address' }).fill('no-reply@example.com');
+    await page.getByRole('button', { name: 'Save SMTP settings' }).click();
+    await page.getByText('A password is stored.').waitFor();
+    expect(await page.getByRole('textbox', { name: 'Password' }).inputValue()).toBe('');
+    expect(await page.content()).not.toContain('smtp-password-never-shown');
+    const smtp = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/smtp`);
+    expect(smtp.body).toMatchObject({ host: 'smtp.example.com', user: 'mailer', password_set: true, sender_email: 'no-reply@example.com', tls_mode: 'starttls' });
+
+    await open(`/p/${owner.ref}/audit`);
+    const trail = page.getByRole('table', { name: 'Audit trail, newest first' });
+    await trail.waitFor();
+    const text = await trail.textContent();
+    for (const action of ['smtp.put', 'secret.create', 'webhook.rotate_secret', 'webhook.create']) expect(text).toContain(action);
+    expect(text).not.toContain('smtp-password-never-shown');
+    await shot('audit');
   });
 
   it('explains a plan limit instead of showing a form', async () => {

@@ -52,7 +52,15 @@ export function Audit({ project }: SectionProps) {
                   {a.resource_type}
                   {a.resource_id ? ` ${a.resource_id}` : ''}
                 </td>
-                <td class="mono wrap small">{a.details && Object.keys(a.details).length ? JSON.stringify(a.details) : '—'}</td>
+                <td class="small">
+                  {a.details && Object.keys(a.details).length
+                    ? Object.entries(a.details).map(([k, v]) => (
+                        <div key={k}>
+                          <span class="dim">{k}</span> <span class="mono wrap">{typeof v === 'string' ? v : JSON.stringify(v)}</span>
+                        </div>
+                      ))
+                    : '—'}
+                </td>
               </tr>
             ))}
           </tbody>
