@@ -91,6 +91,36 @@ describe('OIDC sign-in: replay, PKCE, expiry, redirects and sessions', () => {
     expect(pre.headers.get('access-control-allow-headers')).toContain('apikey');
   });
 
+  it('authenticates to the IdP with the client secret: a wrong one fails the sign-in', async () => {
+    const other = await svc.project('enterprise', { siteUrl: app });
+    const wrongIdp = await startOidcIdp({ redirectUris: [`${other.projectUrl}/auth/v1/sso/oidc/callback`] });
+    try {
+      const created = await svc.api(other.ownerToken, 'POST', `/v1/projects/${other.ref}/auth/providers/sso`, {
+        kind: 'oidc', name: 'Wrong secret', domains: ['corp.test'], issuer: wrongIdp.issuer, client_id: wrongIdp.clientId, client_secret: 'not-the-secret',
+      });
+      expect(created.status).toBe(201);
+      wrongIdp.setAccount('w1', { email: 'w1@corp.test', email_verified: true });
+      const r = await signInThrough(wrongIdp, other, 'w1', selector);
+      expect(r.error).toBe('sso_failed');
+      expect(r.landed.searchParams.get('error_description')).toMatch(/invalid_client/);
+    } finally {
+      await wrongIdp.stop();
+    }
+  });
+
+  it('refuses to finish a sign-in whose provider was disabled meanwhile', async () => {
+    const providers = await svc.api(project.ownerToken, 'GET', `/v1/projects/${project.ref}/auth/providers/sso`);
+    const id = providers.body.items[0].id;
+    const started = await startSignIn(project, selector);
+    const callback = await idp.login(started.url!, 'u1');
+    await svc.api(project.ownerToken, 'PATCH', `/v1/projects/${project.ref}/auth/providers/sso/${id}`, { enabled: false });
+    try {
+      expect((await arriveAt(callback)).searchParams.get('error')).toBe('sso_provider_not_found');
+    } finally {
+      await svc.api(project.ownerToken, 'PATCH', `/v1/projects/${project.ref}/auth/providers/sso/${id}`, { enabled: true });
+    }
+  });
+
   it('accepts a sign-in code once only', async () => {
     const r = await signInThrough(idp, project, 'u1', selector);
     expect((await exchangeCode(project, r.code!, r.verifier)).status).toBe(200);

@@ -23,6 +23,13 @@ function describe(err: unknown): string {
   if (err instanceof client.AuthorizationResponseError) {
     return `The identity provider refused the sign-in: ${err.error}${err.error_description ? ` (${err.error_description})` : ''}.`;
   }
+  if (err instanceof client.ResponseBodyError) {
+    return `The identity provider refused the code exchange: ${err.error}${err.error_description ? ` (${err.error_description})` : ''}.`;
+  }
+  if (err instanceof client.WWWAuthenticateChallengeError) {
+    const p = err.cause[0]?.parameters;
+    return `The identity provider refused the code exchange: ${p?.error ?? `HTTP ${err.status}`}${p?.error_description ? ` (${p.error_description})` : ''}.`;
+  }
   const e = err as { code?: string; message?: string };
   // openid-client wraps oauth4webapi's error, whose cause names the claim or attribute at fault
   let about: unknown;
