@@ -110,6 +110,19 @@ describe('dashboard', () => {
     expect(stored.local).not.toContain(owner.ownerToken);
     expect(stored.url).not.toContain(owner.ownerToken);
 
+    // into the project by keyboard: its overview has what a client SDK needs
+    await page.getByRole('link', { name: new RegExp(owner.ref) }).press('Enter');
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    expect(await page.getByRole('textbox', { name: 'Project URL' }).inputValue()).toBe(owner.projectUrl);
+    expect(await page.getByRole('textbox', { name: 'Anon key' }).inputValue()).toBe(owner.anonKey);
+    await shot('overview');
+    await page.getByRole('textbox', { name: 'Allowed redirect URLs' }).fill('https://app.example.com/after-sso');
+    await page.getByLabel('Allow linking an SSO identity').check();
+    await page.getByRole('button', { name: 'Save sign-in settings' }).click();
+    await page.getByText('Sign-in settings saved.').waitFor();
+    const settings = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}`);
+    expect(settings.body.auth).toMatchObject({ additional_redirect_urls: ['https://app.example.com/after-sso'], allow_linking: true, disable_signup: false });
+
     // the other owner's project is not reachable by its ref either
     await open(`/p/${stranger.ref}`);
     await page.getByRole('alert').filter({ hasText: 'project_not_found' }).waitFor();
