@@ -1,12 +1,13 @@
 // Management of SSO providers: /v1/projects/{ref}/auth/providers/sso[/{id}] and
 // /v1/projects/{ref}/auth/providers/{id}/test. Owner only; the project's plan must include sso.
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { withTransaction } from '../db/pool.js';
 import { ApiError } from '../errors.js';
-import { errorSchema, ownedProject, ownerAuth, refParam, requireFeature } from '../management/owner-auth.js';
+import { errorSchema, refParam } from '../management/owner-auth.js';
 import { attributeMappingSchema } from './attribute-mapping.js';
 import { normalizeDomain } from './domain-routing.js';
+import { guardedProject, ownerGuard } from './owner-guard.js';
 import { kindOf } from './kinds.js';
 import { deleteProvider, getProvider, insertProvider, listProviders, setDomains, updateProvider } from './provider-store.js';
 import type { ProviderInput, ProviderRow, SsoContext } from './types.js';
@@ -89,12 +90,6 @@ function normalizeDomains(domains: string[]): string[] {
   return [...new Set(out)];
 }
 
-async function ssoProject(ctx: SsoContext, req: FastifyRequest<{ Params: { ref: string } }>) {
-  const project = await ownedProject(ctx, req, req.params.ref);
-  requireFeature(project, 'sso');
-  return project;
-}
-
 async function mustGet(ctx: SsoContext, ref: string, id: string): Promise<ProviderRow> {
   const p = await getProvider(ctx.db, ref, id);
   if (!p) throw new ApiError('sso_provider_not_found', 'No such SSO provider.');
@@ -104,14 +99,14 @@ async function mustGet(ctx: SsoContext, ref: string, id: string): Promise<Provid
 export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   const base = '/v1/projects/:ref/auth/providers';
   const common = { tags: ['sso'], security: [{ ownerToken: [] }] };
-  const onRequest = ownerAuth(ctx);
+  const onRequest = ownerGuard(ctx, 'sso');
   const errors = { 400: errorSchema, 401: errorSchema, 402: errorSchema, 404: errorSchema };
 
   app.post<{ Params: { ref: string }; Body: ProviderInput & { kind: ProviderRow['kind']; name: string; domains: string[] } }>(
     `${base}/sso`,
     { onRequest, schema: { ...common, summary: 'Create an SSO provider', params: refParam, body: createBody, response: { 201: providerResponse, 409: errorSchema, ...errors } } },
     async (req, reply) => {
-      const project = await ssoProject(ctx, req);
+      const project = guardedProject(req);
       const b = req.body;
       const kind = kindOf(b.kind);
       checkKindFields(b.kind, b);
@@ -142,7 +137,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
     `${base}/sso`,
     { onRequest, schema: { ...common, summary: "The project's SSO providers", params: refParam } },
     async (req) => {
-      const project = await ssoProject(ctx, req);
+      const project = guardedProject(req);
       return { items: (await listProviders(ctx.db, project.ref)).map((p) => presentProvider(ctx, p)) };
     },
   );
@@ -151,7 +146,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
     `${base}/sso/:id`,
     { onRequest, schema: { ...common, summary: 'One SSO provider', params: idParams, response: { 200: providerResponse, ...errors } } },
     async (req) => {
-      const project = await ssoProject(ctx, req);
+      const project = guardedProject(req);
       return presentProvider(ctx, await mustGet(ctx, project.ref, req.params.id));
     },
   );
@@ -160,7 +155,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
     `${base}/sso/:id`,
     { onRequest, schema: { ...common, summary: 'Change an SSO provider (enable/disable, fields, refresh_metadata)', params: idParams, body: patchBody, response: { 200: providerResponse, 409: errorSchema, ...errors } } },
     async (req) => {
-      const project = await ssoProject(ctx, req);
+      const project = guardedProject(req);
       const existing = await mustGet(ctx, project.ref, req.params.id);
       const b = req.body;
       checkKindFields(existing.kind, b);
@@ -179,7 +174,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
     `${base}/sso/:id`,
     { onRequest, schema: { ...common, summary: 'Delete an SSO provider (its identities go with it; users stay)', params: idParams, response: { 200: providerResponse, ...errors } } },
     async (req) => {
-      const project = await ssoProject(ctx, req);
+      const project = guardedProject(req);
       const existing = await mustGet(ctx, project.ref, req.params.id);
       await deleteProvider(ctx.db, project.ref, existing.id);
       req.log.info({ project: project.ref, provider: existing.id }, 'sso provider deleted');
@@ -191,7 +186,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
     `${base}/:id/test`,
     { onRequest, schema: { ...common, summary: 'Re-run OIDC discovery or the SAML metadata download; changes nothing', params: idParams } },
     async (req) => {
-      const project = await ssoProject(ctx, req);
+      const project = guardedProject(req);
       const p = await mustGet(ctx, project.ref, req.params.id);
       return kindOf(p.kind).test(ctx, p);
     },

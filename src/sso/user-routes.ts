@@ -6,8 +6,9 @@ import type { FastifyInstance } from 'fastify';
 import { parseDuration } from '../config.js';
 import { withTransaction } from '../db/pool.js';
 import { ApiError } from '../errors.js';
-import { errorSchema, ownedProject, ownerAuth, refParam } from '../management/owner-auth.js';
+import { errorSchema, refParam } from '../management/owner-auth.js';
 import { emailDomain } from './domain-routing.js';
+import { guardedProject, ownerGuard } from './owner-guard.js';
 import type { SsoContext } from './types.js';
 import { listUsers, loadUser, presentUser, type UserRecord } from './user-view.js';
 
@@ -32,7 +33,7 @@ function banUntil(duration: string): Date | null {
 export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   const base = '/v1/projects/:ref/auth/users';
   const common = { tags: ['users'], security: [{ ownerToken: [] }] };
-  const onRequest = ownerAuth(ctx);
+  const onRequest = ownerGuard(ctx);
 
   app.get<{ Params: { ref: string }; Querystring: { page?: string; per_page?: string } }>(
     base,
@@ -54,7 +55,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
       },
     },
     async (req) => {
-      const project = await ownedProject(ctx, req, req.params.ref);
+      const project = guardedProject(req);
       const page = Number(req.query.page ?? 1);
       const per_page = Number(req.query.per_page ?? 50);
       const { users, total } = await listUsers(ctx.db, project.ref, per_page, (page - 1) * per_page);
@@ -66,7 +67,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
     `${base}/:id`,
     { onRequest, schema: { ...common, summary: 'One user with their identities', params: idParams } },
     async (req) => {
-      const project = await ownedProject(ctx, req, req.params.ref);
+      const project = guardedProject(req);
       const user = await loadUser(ctx.db, project.ref, req.params.id);
       if (!user) throw new ApiError('user_not_found');
       return ownerView(user);
@@ -91,7 +92,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
       },
     },
     async (req, reply) => {
-      const project = await ownedProject(ctx, req, req.params.ref);
+      const project = guardedProject(req);
       const { email, email_confirm, user_metadata, app_metadata } = req.body;
       if (!emailDomain(email) || !/^[^\s@]+@[^\s@]+$/.test(email)) throw new ApiError('validation_failed', 'body.email is not a valid email address.');
       let id: string;
@@ -127,7 +128,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
       },
     },
     async (req) => {
-      const project = await ownedProject(ctx, req, req.params.ref);
+      const project = guardedProject(req);
       const user = await loadUser(ctx.db, project.ref, req.params.id);
       if (!user) throw new ApiError('user_not_found');
       const { ban_duration, email_confirm } = req.body;
@@ -150,7 +151,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
     `${base}/:id`,
     { onRequest, schema: { ...common, summary: 'Delete a user, their identities and sessions', params: idParams } },
     async (req, reply) => {
-      const project = await ownedProject(ctx, req, req.params.ref);
+      const project = guardedProject(req);
       const r = await ctx.db.query('delete from users where project_ref = $1 and id = $2', [project.ref, /^[0-9a-f-]{36}$/i.test(req.params.id) ? req.params.id : null]);
       if (!r.rowCount) throw new ApiError('user_not_found');
       return reply.code(204).send();

@@ -110,6 +110,8 @@ describe('SSO provider and user management', () => {
     const free = await svc.project('pro');
     const r = await svc.api(free.ownerToken, 'POST', `/v1/projects/${free.ref}/auth/providers/sso`, oidc());
     expect([r.status, r.body.code]).toEqual([402, 'feature_not_in_plan']);
+    // the plan is checked before the body, as everywhere in the Management API
+    expect((await svc.api(free.ownerToken, 'POST', `/v1/projects/${free.ref}/auth/providers/sso`, { nonsense: 1 })).status).toBe(402);
     expect((await svc.api(free.ownerToken, 'GET', path())).body.code).toBe('project_not_found');
     expect((await svc.api(null, 'GET', path())).status).toBe(401);
   });
