@@ -2,10 +2,12 @@
 // (see ProviderKind); everything around it is shared. SAML registers itself here beside OIDC.
 import { ApiError } from '../errors.js';
 import { oidcKind } from './oidc/provider-kind.js';
+import { samlKind } from './saml-kind.js';
 import type { ProviderKind, ProviderKindName } from './types.js';
 
 export const kinds: Partial<Record<ProviderKindName, ProviderKind>> = {
   oidc: oidcKind,
+  saml: samlKind,
 };
 
 export function kindOf(name: ProviderKindName): ProviderKind {

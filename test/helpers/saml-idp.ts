@@ -5,6 +5,8 @@
 // wrong element, point at the wrong audience, omit InResponseTo, use an unknown key, encrypt.
 import { constants, createCipheriv, publicEncrypt, randomBytes, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { inflateRawSync } from 'node:zlib';
 import { DOMParser } from '@xmldom/xmldom';
 import { SignedXml } from 'xml-crypto';
@@ -231,4 +233,35 @@ const newId = () => `_${randomBytes(16).toString('hex')}`;
 
 function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/**
+ * The IdP's metadata on a real local HTTP server, for providers saved with metadata_url. `idp`
+ * can be swapped (key rotation) and `status` changed (a broken IdP) while the server runs.
+ */
+export async function serveMetadata(idp: TestIdp): Promise<{ url: string; idp: TestIdp; status: number; stop(): Promise<void> }> {
+  const state = { idp, status: 200 };
+  const server = createServer((_req, res) => {
+    res.writeHead(state.status, { 'content-type': 'application/samlmetadata+xml' });
+    res.end(state.status === 200 ? state.idp.metadataXml() : 'unavailable');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(state, {
+    url: `http://127.0.0.1:${port}/saml/metadata`,
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  });
+}
+
+/** The browser posting the IdP's auto-submitted form to an ACS; returns where the service sends it. */
+export async function postToAcs(acsUrl: string, form: Record<string, string>): Promise<URL> {
+  const res = await fetch(acsUrl, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(form),
+  });
+  const location = res.headers.get('location');
+  if (res.status !== 303 || !location) throw new Error(`expected a 303 from the ACS, got ${res.status}: ${await res.text()}`);
+  return new URL(location);
 }
