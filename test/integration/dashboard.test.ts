@@ -97,6 +97,7 @@ describe('dashboard', () => {
     const refused = page.getByRole('alert').filter({ hasText: 'Sign-in failed' });
     await refused.waitFor();
     expect(await refused.textContent()).toContain('unauthorized');
+    expect(await page.getByRole('alert').count()).toBe(1);
 
     await input.fill(owner.ownerToken);
     await page.keyboard.press('Enter');
@@ -305,6 +306,16 @@ describe('dashboard', () => {
     await page.getByRole('heading', { name: /Custom SMTP is not part of the free plan/ }).waitFor();
     expect(await page.getByRole('button', { name: /Save SMTP/ }).count()).toBe(0);
     await shot('plan-limit');
+  });
+
+  it('signs out: the token leaves session storage and project pages ask to sign in again', async () => {
+    await open(`/p/${owner.ref}/webhooks`);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect(await page.evaluate(() => JSON.stringify(sessionStorage))).not.toContain(owner.ownerToken);
+    await open(`/p/${owner.ref}/secrets`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect(await page.getByText('BILLING_TOKEN').count()).toBe(0);
   });
 
   it('made no request outside the service and broke no CSP rule', () => {

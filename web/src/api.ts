@@ -62,7 +62,8 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
       typeof e.code === 'string' ? e.code : `http_${res.status}`,
       typeof e.message === 'string' ? e.message : `The service answered ${res.status} ${res.statusText}.`,
     );
-    if (res.status === 401 && token) listeners.forEach((fn) => fn());
+    // Only the kept token expiring signs the page out; a token being tried at sign-in just fails.
+    if (res.status === 401 && token && token === session.token()) listeners.forEach((fn) => fn());
     throw failure;
   }
   return parsed as T;
