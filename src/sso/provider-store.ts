@@ -12,8 +12,11 @@ const SELECT = `select p.*, coalesce((select array_agg(d.domain order by d.domai
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** Ids from URLs are checked before they reach a uuid column, where a malformed one would be a 500. */
+export const isUuid = (id: string) => UUID.test(id);
+
 export async function getProvider(db: Db, ref: string, id: string): Promise<ProviderRow | null> {
-  if (!UUID.test(id)) return null;
+  if (!isUuid(id)) return null;
   const r = await db.query(`${SELECT} where p.project_ref = $1 and p.id = $2`, [ref, id]);
   return r.rows[0] ?? null;
 }
@@ -79,7 +82,7 @@ export async function updateProvider(c: pg.PoolClient, id: string, changes: Comm
 }
 
 export async function deleteProvider(db: Db, ref: string, id: string): Promise<boolean> {
-  if (!UUID.test(id)) return false;
+  if (!isUuid(id)) return false;
   const r = await db.query('delete from sso_providers where project_ref = $1 and id = $2', [ref, id]);
   return (r.rowCount ?? 0) > 0;
 }

@@ -9,6 +9,7 @@ import { ApiError } from '../errors.js';
 import { errorSchema, refParam } from '../management/owner-auth.js';
 import { emailDomain } from './domain-routing.js';
 import { guardedProject, ownerGuard } from './owner-guard.js';
+import { isUuid } from './provider-store.js';
 import type { SsoContext } from './types.js';
 import { listUsers, loadUser, presentUser, type UserRecord } from './user-view.js';
 
@@ -152,7 +153,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
     { onRequest, schema: { ...common, summary: 'Delete a user, their identities and sessions', params: idParams } },
     async (req, reply) => {
       const project = guardedProject(req);
-      const r = await ctx.db.query('delete from users where project_ref = $1 and id = $2', [project.ref, /^[0-9a-f-]{36}$/i.test(req.params.id) ? req.params.id : null]);
+      const r = await ctx.db.query('delete from users where project_ref = $1 and id = $2', [project.ref, isUuid(req.params.id) ? req.params.id : null]);
       if (!r.rowCount) throw new ApiError('user_not_found');
       return reply.code(204).send();
     },

@@ -2,6 +2,7 @@
 // identities. The owner's API shows the same object plus banned_until.
 import type pg from 'pg';
 import type { Pool } from '../db/pool.js';
+import { isUuid } from './provider-store.js';
 import { providerLabel } from './user-resolution.js';
 
 type Db = Pool | pg.PoolClient;
@@ -36,7 +37,7 @@ interface IdentityRecord {
 const SELECT = `select u.*, coalesce((select json_agg(i order by i.created_at) from identities i where i.user_id = u.id), '[]') as identities from users u`;
 
 export async function loadUser(db: Db, ref: string, id: string): Promise<UserRecord | null> {
-  if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
+  if (!isUuid(id)) return null;
   const r = await db.query(`${SELECT} where u.project_ref = $1 and u.id = $2`, [ref, id]);
   return r.rows[0] ?? null;
 }

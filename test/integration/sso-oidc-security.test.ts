@@ -163,6 +163,40 @@ describe('OIDC sign-in: replay, PKCE, expiry, redirects and sessions', () => {
     expect(await land(`${app}/dashboard`)).toBe(`${app}/dashboard`);
   });
 
+  it('answers malformed requests with a 4xx and a catalogue code, never a 5xx', async () => {
+    const raw = async (method: string, path: string, body?: string, headers: Record<string, string> = {}) => {
+      const res = await fetch(`${project.projectUrl}/auth/v1${path}`, { method, redirect: 'manual', headers: { apikey: project.anonKey, 'content-type': 'application/json', ...headers }, body });
+      return { status: res.status, body: res.status === 303 ? null : await res.json() };
+    };
+    const cases: [string, string, string?, Record<string, string>?][] = [
+      ['POST', '/sso', '[]'],
+      ['POST', '/sso', '"text"'],
+      ['POST', '/sso', '{"domain": 5}'],
+      ['POST', '/sso', '{"domain":"corp.test"'],
+      ['POST', '/sso', JSON.stringify({ domain: 'corp.test', email: 'a@corp.test', code_challenge: 'x'.repeat(43) })],
+      ['POST', '/sso', JSON.stringify({ domain: 'corp.test', code_challenge: 'short', code_challenge_method: 's256' })],
+      ['POST', '/sso', JSON.stringify({ domain: 'corp.test', code_challenge: 'x'.repeat(43), code_challenge_method: 'md5' })],
+      ['POST', '/token?grant_type=password', '{}'],
+      ['POST', '/token', '{}'],
+      ['POST', '/token?grant_type=pkce', '{}'],
+      ['POST', '/token?grant_type=pkce', JSON.stringify({ auth_code: 'x', code_verifier: 'y'.repeat(300) })],
+      ['POST', '/token?grant_type=refresh_token', ''],
+      ['GET', '/user', undefined, { authorization: 'Bearer not.a.jwt' }],
+      ['GET', '/user', undefined, { authorization: 'Basic abc' }],
+      ['POST', '/logout?scope=everyone', undefined, { authorization: 'Bearer x' }],
+      ['GET', '/sso/oidc/callback?state=a&state=b'],
+      ['GET', '/sso/oidc/callback?code=x'],
+    ];
+    for (const [method, path, body, headers] of cases) {
+      const r = await raw(method, path, body, headers);
+      const label = `${method} ${path} ${body ?? ''}`;
+      if (r.status === 303) continue; // the callback answers the browser with a redirect
+      expect(r.status, label).toBeGreaterThanOrEqual(400);
+      expect(r.status, label).toBeLessThan(500);
+      expect(typeof r.body.code, label).toBe('string');
+    }
+  });
+
   it('requires PKCE from the client', async () => {
     const r = await authCall(project, 'POST', '/sso', { ...selector, skip_http_redirect: true, code_challenge: null, code_challenge_method: null });
     expect([r.status, r.body.code]).toEqual([400, 'validation_failed']);

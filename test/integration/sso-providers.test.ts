@@ -138,5 +138,10 @@ describe('SSO provider and user management', () => {
     expect((await owner('DELETE', `${users}/${b.body.id}`)).status).toBe(204);
     expect((await owner('GET', `${users}/${b.body.id}`)).body.code).toBe('user_not_found');
     expect((await owner('DELETE', `${users}/${b.body.id}`)).body.code).toBe('user_not_found');
+    for (const id of ['-'.repeat(36), 'x', '00000000-0000-4000-8000-00000000000g']) {
+      expect((await owner('GET', `${users}/${id}`)).status).toBe(404);
+      expect((await owner('PATCH', `${users}/${id}`, { ban_duration: 'none' })).status).toBe(404);
+      expect((await owner('GET', `${path()}/${id}`)).status).toBe(404);
+    }
   });
 });
