@@ -10,6 +10,7 @@
 //  4. the assertion's attributes are mapped and the shared completion signs the user in.
 // Any refusal sends the browser to the flow's redirect_to (or the site URL when no flow is known)
 // with ?error=invalid_saml_response and a reason, and logs the reason; never the response itself.
+import type { FastifyBaseLogger } from 'fastify';
 import { sha256 } from '../lib/tokens.js';
 import type { AttributeMapping, SignInClaims } from './attribute-mapping.js';
 import type { AuthProject, FlowRow, ProviderRow, SsoContext } from './types.js';
@@ -32,10 +33,11 @@ class Refusal extends Error {
 /** The ACS step for one POST; resolves to the address the browser is sent to (303). */
 export async function consumeSamlResponse(
   ctx: SsoContext,
+  requestLog: FastifyBaseLogger,
   args: { project: AuthProject; providerId: string; samlResponse?: string; relayState?: string },
 ): Promise<string> {
   const { project } = args;
-  const log = ctx.log.child({ project: project.ref, provider: args.providerId });
+  const log = requestLog.child({ project: project.ref, provider: args.providerId });
   try {
     const flow = await takeFlow(ctx, project, args.providerId, args.relayState);
     const provider = await samlProvider(ctx, project, flow);

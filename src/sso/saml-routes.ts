@@ -68,7 +68,7 @@ export function registerSamlRoutes(app: FastifyInstance, ctx: SsoContext): void 
         const body = (req.body ?? {}) as AcsBody;
         const text = (v: unknown) => (typeof v === 'string' && v.length > 0 ? v : undefined);
         if (req.validationError) req.log.info({ reason: req.validationError.message }, 'saml acs post is not a SAML response form');
-        const target = await consumeSamlResponse(ctx, {
+        const target = await consumeSamlResponse(ctx, req.log, {
           project,
           providerId: req.params.providerId,
           relayState: text(body.RelayState),

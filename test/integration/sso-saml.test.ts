@@ -96,6 +96,10 @@ describe('SAML providers and sign-in', () => {
       expect(acs).toEqual([['urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST', corp.acs_url]]);
       expect(Array.from(sp.getElementsByTagNameNS(MD, 'NameIDFormat')).map((e) => e.textContent)).toEqual(['urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress']);
       expect((await fetch(`${project.projectUrl}/auth/v1/sso/saml/metadata/00000000-0000-4000-8000-000000000000`)).status).toBe(404);
+      const openapi = await svc.api(null, 'GET', '/openapi.json');
+      expect(Object.keys(openapi.body.paths)).toEqual(
+        expect.arrayContaining(['/projects/{ref}/auth/v1/sso/saml/metadata/{providerId}', '/projects/{ref}/auth/v1/sso/saml/acs/{providerId}']),
+      );
     });
 
     it('refuses metadata without a signing certificate, unreadable metadata and unusable combinations', async () => {
