@@ -88,6 +88,10 @@ const schema = z.object({
   DISPATCH_COMMIT_INTERVAL: duration.prefault('1s'),
   /** Dispatcher consumer session timeout: how long before a crashed dispatcher's partitions move to another. */
   DISPATCH_SESSION_TIMEOUT: duration.prefault('30s'),
+  /** Callbacks (callback_function): statement timeout of one call, calls per final outcome, first delay between calls (doubling, × RETRY_TIME_SCALE). */
+  CALLBACK_TIMEOUT: duration.prefault('5s'),
+  CALLBACK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
+  CALLBACK_RETRY_DELAY: duration.prefault('30s'),
 
   // Email.
   /** Platform default SMTP, smtp://user:pass@host:port; unset in development means the mail sink. */

@@ -7,6 +7,7 @@ import { createLogger } from '../lib/logger.js';
 import { createProject, ensureOwner, issueOwnerToken, revokeOwnerToken, setPlan, projectUrl, type Plan } from '../management/projects.js';
 import type { AppContext } from '../context.js';
 import { rebuildDeliveries } from '../delivery/projector.js';
+import { replayCommand } from './replay.js';
 
 const PLANS = ['free', 'pro', 'enterprise'];
 
@@ -16,11 +17,14 @@ const usage = `usage: npm run admin -- <command>
   revoke-token --token <token-or-id>
   set-plan --ref <ref> --plan <plan>
   list-projects
-  rebuild-deliveries [--project <ref>]   replay the delivery-events topic into the deliveries tables`;
+  rebuild-deliveries [--project <ref>]   replay the delivery-events topic into the deliveries tables
+  replay --ref <ref> [--status dead|failed|dead,failed] [--since <iso>] [--until <iso>] [--webhook <id>] [--host <host>]
+                                         re-enqueue dead (or failed) deliveries as new runs (docs/retries.md)`;
 
 type Handler = (ctx: AppContext, v: Record<string, string | undefined>) => Promise<unknown>;
 
 const commands: Record<string, Handler> = {
+  replay: replayCommand,
   'rebuild-deliveries': (ctx, v) =>
     rebuildDeliveries(ctx, { project: v.project, progress: (done, total) => process.stderr.write(`\rreplayed ${done}/${total} events${done >= total ? "\n" : ""}`) }),
   'create-project': async (ctx, v) => {
@@ -70,7 +74,9 @@ async function main() {
     console.error(usage);
     process.exit(2);
   }
-  const { values } = parseArgs({ args: rest, strict: false, options: {} });
+  // declared as strings, so `--ref acme` reads as ref = "acme" (undeclared flags would be booleans)
+  const flags = ['ref', 'plan', 'owner', 'database-url', 'name', 'token', 'project', 'status', 'since', 'until', 'webhook', 'host'];
+  const { values } = parseArgs({ args: rest, strict: false, options: Object.fromEntries(flags.map((f) => [f, { type: 'string' as const }])) });
   const v = Object.fromEntries(Object.entries(values).map(([k, x]) => [k, typeof x === 'string' ? x : undefined]));
   const cfg = loadConfig();
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn');

@@ -28,6 +28,11 @@ export interface DispatchConsumerOptions {
   commitIntervalMs: number;
   /** how long stop() waits for in-flight attempts before committing and leaving anyway */
   drainTimeoutMs?: number;
+  /**
+   * Retry topics: true when `msg` is not due yet; the gate has paused its partition until it is
+   * (retry-gate.ts), and the record, left unresolved, is fetched again on resume.
+   */
+  gate?: (consumer: Consumer, topic: string, partition: number, msg: OutboxMessage) => boolean;
 }
 
 export async function startDispatchConsumer(opts: DispatchConsumerOptions): Promise<Worker> {
@@ -93,6 +98,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
 
     for (const { offset, msg } of records) {
       if (stopping || !isRunning() || isStale()) break;
+      if (msg && opts.gate?.(consumer, batch.topic, batch.partition, msg)) break;
       const n = Number(offset);
       const key = msg ? attemptKey(msg) : '';
       tracker.begin(n);

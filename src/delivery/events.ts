@@ -49,9 +49,22 @@ export interface DeliveryAttempted {
   duration_ms: number;
 }
 
+/** A call of the delivery's callback function (src/delivery/callbacks.ts). */
+export interface CallbackInvoked {
+  message_id: string;
+  project: string;
+  run: number;
+  callback_function: string;
+  status: 'ok' | 'retrying' | 'failed';
+  error: string | null;
+  attempts: number;
+  called_at: number;
+}
+
 export type DeliveryEvent =
   | { type: 'DeliveryQueued'; version: number; data: DeliveryQueued }
-  | { type: 'DeliveryAttempted'; version: number; data: DeliveryAttempted };
+  | { type: 'DeliveryAttempted'; version: number; data: DeliveryAttempted }
+  | { type: 'CallbackInvoked'; version: number; data: CallbackInvoked };
 
 interface Loaded {
   name: string;

@@ -28,6 +28,11 @@ export interface RetryLadder {
   onFailed(msg: OutboxMessage, outcome: AttemptOutcome): Promise<LadderDecision>;
   /** A dead outcome (no retry by definition): e.g. publish to the dead topic. */
   onDead(msg: OutboxMessage, outcome: AttemptOutcome): Promise<void>;
+  /**
+   * Before an attempt: an outcome to record instead of making it (a run past its age budget ends
+   * dead without a request), or undefined to attempt.
+   */
+  beforeAttempt?(msg: OutboxMessage): AttemptOutcome | undefined;
 }
 
 /**

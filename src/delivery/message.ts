@@ -8,9 +8,11 @@
 //   attempt             the number (1-based, within the run) of the attempt this record asks for;
 //                       the ladder republishes a failed message with attempt + 1
 //   first-created-at    ISO time the message was first enqueued (the payload's created_at); the
-//                       24 h age limit counts from here, across attempts and runs
+//                       24 h age limit of run 1 counts from here (kept across runs: the listing orders by it)
 //   due-at              epoch milliseconds before which the attempt must not be made; a retry
 //                       consumer pauses its partition until the head record is due
+//   run-started-at      epoch ms a manual retry / replay started run > 1; its age budget counts
+//                       from here (kept while the run moves up the ladder, dropped by a new run)
 // Records without run/attempt/first-created-at/due-at (everything Debezium writes) mean run 1,
 // attempt 1, created_at from the payload, due now. The value bytes are never re-encoded when a
 // message is republished, so what is on the retry and dead topics is exactly what SQL enqueued.
@@ -78,6 +80,8 @@ export interface OutboxMessage {
   firstCreatedAt: string;
   /** epoch ms when this attempt is due (0: now) */
   dueAt: number;
+  /** epoch ms a manual retry or replay started this run (header run-started-at); its age budget counts from here */
+  runStartedAt?: number;
   /** the record's value exactly as it arrived; republish this, never a re-serialisation */
   rawValue: Buffer;
 }
@@ -124,6 +128,7 @@ export function decodeMessage(record: Pick<KafkaMessage, 'headers' | 'value' | '
     attempt: positiveInt(header(record.headers, 'attempt'), 1),
     firstCreatedAt: header(record.headers, 'first-created-at') ?? payload.created_at ?? new Date().toISOString(),
     dueAt: due ? Number(due) || 0 : 0,
+    runStartedAt: Number(header(record.headers, 'run-started-at')) || undefined,
     rawValue: record.value,
   };
 }
@@ -149,6 +154,7 @@ export function encodeMessage(
       attempt: String(next.attempt ?? msg.attempt),
       'first-created-at': msg.firstCreatedAt,
       'due-at': String(next.dueAt ?? msg.dueAt),
+      ...(msg.runStartedAt && (next.run ?? msg.run) === msg.run ? { 'run-started-at': String(msg.runStartedAt) } : {}),
       ...extraHeaders,
     },
   };

@@ -58,7 +58,7 @@ export class AttemptPipeline {
     const startedAt = Date.now();
     let outcome: AttemptOutcome;
     try {
-      outcome = await channel.attempt(msg, this.#channelDeps);
+      outcome = ladder.beforeAttempt?.(msg) ?? (await channel.attempt(msg, this.#channelDeps));
     } catch (err) {
       // A bug or an unavailable control DB, not the target's fault: retryable.
       ctx.log.error({ err, message: msg.id, project: msg.project }, 'delivery attempt crashed');

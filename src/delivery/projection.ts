@@ -7,6 +7,7 @@
 //   - every timestamp comes from the event, never from now(), so a rebuild is identical.
 // created_at of a delivery is the message's first enqueue time: the listing's "newest first".
 import type { Pool, PoolClient } from '../db/pool.js';
+import { applyCallbackEvents } from './callback-projection.js';
 import type { DeliveryEvent } from './events.js';
 
 interface Row {
@@ -50,6 +51,7 @@ export function fold(events: DeliveryEvent[]): { rows: Row[]; attempts: AttemptR
   const rows = new Map<string, Row>();
   const attempts: AttemptRow[] = [];
   for (const ev of events) {
+    if (ev.type === 'CallbackInvoked') continue; // callback-projection.ts
     const d = ev.data;
     const base = {
       id: d.message_id,
@@ -154,6 +156,7 @@ export async function applyEvents(db: Pool | PoolClient, events: DeliveryEvent[]
         where d.id = c.delivery_id and d.total_attempts <> c.n`,
       [rows.map((r) => r.id)],
     );
+    await applyCallbackEvents(client, events);
     await client.query('commit');
   } catch (e) {
     await client.query('rollback').catch(() => {});

@@ -1,4 +1,5 @@
-// The background roles of this process (dispatcher, projector), started per ROLES.
+// The background roles of this process (dispatcher, projector), started per ROLES. The dispatcher
+// role runs the main outbox consumer, the retry consumer and callbacks (retry-consumer.ts).
 import type { AppContext } from '../context.js';
 import { startDispatchConsumer } from './dispatcher.js';
 import { DeliveryDirectory } from './directory.js';
@@ -6,6 +7,8 @@ import { createGuardedDispatcher } from './guard/agent.js';
 import { makeAllowList } from './guard/address.js';
 import { noRetries, type RetryLadder } from './ladder.js';
 import { AttemptPipeline } from './pipeline.js';
+import { startFailurePath } from './retry-consumer.js';
+import { KafkaRetryLadder } from './retry-ladder.js';
 import { startProjector } from './projector.js';
 import { OutcomeRecorder } from './recorder.js';
 
@@ -34,7 +37,8 @@ export function createPipeline(ctx: AppContext, ladder: RetryLadder = noRetries)
 export async function startWorkers(ctx: AppContext, roles: string[]): Promise<Worker[]> {
   const workers: Worker[] = [];
   if (roles.includes('dispatcher')) {
-    const { pipeline, close } = createPipeline(ctx);
+    const { pipeline, close } = createPipeline(ctx, new KafkaRetryLadder(ctx));
+    const failurePath = await startFailurePath(ctx, pipeline);
     const consumer = await startDispatchConsumer({
       ctx,
       name: 'dispatcher',
@@ -47,7 +51,7 @@ export async function startWorkers(ctx: AppContext, roles: string[]): Promise<Wo
     workers.push({
       name: 'dispatcher',
       async stop() {
-        await consumer.stop();
+        await Promise.all([consumer, ...failurePath].map((w) => w.stop()));
         await close();
       },
     });

@@ -5,6 +5,7 @@ import { registerHealth } from './health.js';
 import { registerManagement } from '../management/routes.js';
 import { registerSso } from '../sso/index.js';
 import { registerDeliveries } from '../management/deliveries.js';
+import { registerDeliveryRetry } from '../management/delivery-retry.js';
 import { registerDashboard } from './dashboard.js';
 import { devMailSinkEnabled } from '../email/dev-sink.js';
 import { registerDevMail } from '../email/dev-mail-routes.js';
@@ -14,6 +15,7 @@ export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Pro
   await app.register(async (scope) => registerManagement(scope, ctx));
   await app.register(async (scope) => registerSso(scope, ctx));
   await app.register(async (scope) => registerDeliveries(scope, ctx));
+  await app.register(async (scope) => registerDeliveryRetry(scope, ctx));
   await app.register(async (scope) => registerDashboard(scope, ctx));
   if (devMailSinkEnabled(ctx.cfg)) await app.register(async (scope) => registerDevMail(scope, ctx));
 }

@@ -18,11 +18,13 @@ export type AuditAction =
   | 'secret.replace'
   | 'secret.delete'
   | 'smtp.put'
-  | 'smtp.delete';
+  | 'smtp.delete'
+  | 'delivery.retry'
+  | 'outbox.replay';
 
 export interface AuditEvent {
   action: AuditAction;
-  resourceType: 'project' | 'outbox' | 'webhook' | 'secret' | 'smtp_settings';
+  resourceType: 'project' | 'outbox' | 'webhook' | 'secret' | 'smtp_settings' | 'delivery';
   resourceId?: string | null;
   details?: Record<string, unknown>;
 }

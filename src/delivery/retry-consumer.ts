@@ -1,0 +1,39 @@
+// The retry side of the dispatcher role: one consumer group (<prefix>.retry) over every retry topic
+// of the ladder, running the same dispatch consumer as the main topic (bounded in flight, ordered
+// commits, ledger dedup) with a DueGate that pauses a partition until its head record is due, and
+// handing due records to the same attempt pipeline. Plus the callbacks worker, which reacts to the
+// final outcomes this produces.
+import type { AppContext } from '../context.js';
+import { startCallbacks } from './callbacks.js';
+import { startDispatchConsumer } from './dispatcher.js';
+import type { AttemptPipeline } from './pipeline.js';
+import { DueGate } from './retry-gate.js';
+import type { Worker } from './workers.js';
+
+export const retryGroup = (ctx: Pick<AppContext, 'cfg'>) => `${ctx.cfg.TOPIC_PREFIX}.retry`;
+
+export async function startRetryConsumer(ctx: AppContext, pipeline: AttemptPipeline): Promise<Worker> {
+  const gate = new DueGate();
+  const consumer = await startDispatchConsumer({
+    ctx,
+    name: 'retry-dispatcher',
+    groupId: retryGroup(ctx),
+    topics: ctx.topics.retry.map((r) => r.topic),
+    pipeline,
+    concurrency: ctx.cfg.DISPATCH_CONCURRENCY,
+    commitIntervalMs: ctx.cfg.DISPATCH_COMMIT_INTERVAL,
+    gate: gate.hold,
+  });
+  return {
+    name: 'retry-dispatcher',
+    async stop() {
+      gate.close();
+      await consumer.stop();
+    },
+  };
+}
+
+/** What the dispatcher role runs besides the main consumer: retries and callbacks. */
+export async function startFailurePath(ctx: AppContext, pipeline: AttemptPipeline): Promise<Worker[]> {
+  return [await startRetryConsumer(ctx, pipeline), await startCallbacks(ctx)];
+}

@@ -1,0 +1,111 @@
+// Recovery routes (owner only), on top of src/delivery/replay.ts:
+//   POST /v1/projects/{ref}/outbox/deliveries/{id}/retry   one failed or dead delivery, as a new run
+//   POST /v1/projects/{ref}/outbox/replay                  every dead (or failed) delivery matching a filter
+// Both answer 202: the messages are back on the log as run + 1 and the deliveries are `pending`;
+// the outcome follows as usual. The budget restarts with the new run (MAX_ATTEMPTS attempts,
+// MAX_MESSAGE_AGE from the retry).
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.js';
+import { ApiError } from '../errors.js';
+import { replayDeliveries, type ReplayStatus } from '../delivery/replay.js';
+import { recordAudit } from './audit.js';
+import { ownedProject, ownerAuth } from './owner-auth.js';
+import { errorResponses, owner, ref, refParams, refuseBody } from './schemas.js';
+
+const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+const conflict = { 409: { description: 'delivery_not_retryable', type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } } };
+
+interface ReplayBody {
+  status?: ReplayStatus | ReplayStatus[];
+  since?: string;
+  until?: string;
+  webhook_id?: string;
+  host?: string;
+}
+
+export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const auth = ownerAuth(ctx);
+
+  app.post<{ Params: { ref: string; id: string } }>(
+    '/v1/projects/:ref/outbox/deliveries/:id/retry',
+    {
+      onRequest: auth,
+      preValidation: refuseBody,
+      schema: {
+        tags: ['outbox'],
+        summary: 'Retry a failed or dead delivery now, as a new run',
+        description:
+          'Reads the message back from the log and enqueues it again as run + 1 (status pending, a fresh budget of attempts and age). A retry still scheduled for the old run is dropped. A delivered delivery answers 409 delivery_not_retryable; so does a pending one (its run has not ended).',
+        ...owner,
+        params: { type: 'object', additionalProperties: false, required: ['ref', 'id'], properties: { ref, id: { type: 'string', pattern: UUID } } },
+        response: { ...errorResponses, ...conflict },
+      },
+    },
+    async (req, reply) => {
+      await ownedProject(ctx, req, req.params.ref);
+      const id = req.params.id.toLowerCase();
+      const r = await ctx.db.query('select status, run from deliveries where project_ref = $1 and id = $2', [req.params.ref, id]);
+      if (r.rowCount === 0) throw new ApiError('delivery_not_found');
+      const { status } = r.rows[0];
+      if (status !== 'failed' && status !== 'dead') {
+        throw new ApiError('delivery_not_retryable', status === 'delivered' ? 'The delivery was delivered; it cannot be retried.' : 'The delivery has not finished its current attempt; retry it once it is failed or dead.');
+      }
+      const out = await replayDeliveries(ctx, req.params.ref, { statuses: [status], ids: [id] });
+      if (out.replayed === 0) {
+        if (out.matched === 0) throw new ApiError('delivery_not_retryable', 'The delivery changed state meanwhile; look at it again.');
+        throw new ApiError('delivery_not_retryable', 'The message is no longer on the log (retention passed), so it cannot be sent again.');
+      }
+      await recordAudit(ctx.db, req, req.params.ref, { action: 'delivery.retry', resourceType: 'delivery', resourceId: id, details: { from_status: status, run: out.runs[id] } });
+      reply.code(202);
+      return { id, status: 'pending', run: out.runs[id] };
+    },
+  );
+
+  app.post<{ Params: { ref: string }; Body: ReplayBody }>(
+    '/v1/projects/:ref/outbox/replay',
+    {
+      onRequest: auth,
+      schema: {
+        tags: ['outbox'],
+        summary: 'Re-enqueue the dead (or failed) deliveries matching a filter, e.g. after an outage',
+        description:
+          'status: dead (default), failed, or both as a list; since/until: enqueue time range [since, until); webhook_id; host: the target URL host. Messages are read back from the dead topic (failed ones from the retry topics) and enqueued again as new runs. Answers how many matched and were replayed, and the ids no longer on the log.',
+        ...owner,
+        params: refParams,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            status: {
+              oneOf: [
+                { type: 'string', enum: ['dead', 'failed'] },
+                { type: 'array', items: { type: 'string', enum: ['dead', 'failed'] }, minItems: 1, maxItems: 2, uniqueItems: true },
+              ],
+            },
+            since: { type: 'string', format: 'date-time' },
+            until: { type: 'string', format: 'date-time' },
+            webhook_id: { type: 'string', pattern: UUID },
+            host: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9.:\\[\\]-]+$' },
+          },
+        },
+        response: errorResponses,
+      },
+    },
+    async (req, reply) => {
+      await ownedProject(ctx, req, req.params.ref);
+      const b = req.body ?? {};
+      const statuses = b.status === undefined ? (['dead'] as ReplayStatus[]) : Array.isArray(b.status) ? b.status : [b.status];
+      const since = b.since ? new Date(b.since) : undefined;
+      const until = b.until ? new Date(b.until) : undefined;
+      if (since && until && since >= until) throw new ApiError('validation_failed', 'body.since must be before body.until');
+      const out = await replayDeliveries(ctx, req.params.ref, { statuses, since, until, webhookId: b.webhook_id?.toLowerCase(), host: b.host });
+      await recordAudit(ctx.db, req, req.params.ref, {
+        action: 'outbox.replay',
+        resourceType: 'outbox',
+        details: { status: statuses, since: b.since ?? null, until: b.until ?? null, webhook_id: b.webhook_id ?? null, host: b.host ?? null, replayed: out.replayed },
+      });
+      reply.code(202);
+      return { matched: out.matched, replayed: out.replayed, not_found: out.not_found.length, not_found_ids: out.not_found.slice(0, 100) };
+    },
+  );
+}
