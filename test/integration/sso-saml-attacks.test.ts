@@ -139,6 +139,25 @@ describe('SAML ACS refuses', () => {
       expectRefused(landed, /InResponseTo does not match/);
     });
 
+    it("a good response posted to another provider's ACS", async () => {
+      const other = await svc.api(project.ownerToken, 'POST', `/v1/projects/${project.ref}/auth/providers/sso`, {
+        kind: 'saml',
+        name: 'Other',
+        domains: ['other.test'],
+        metadata_xml: idp.metadataXml(),
+      });
+      expect(other.status, JSON.stringify(other.body)).toBe(201);
+      const flow = await begin();
+      const landed = await postToAcs(other.body.acs_url, { SAMLResponse: idp.signedResponse(flow.options()), RelayState: flow.request.relayState! });
+      expectRefused(landed, /another provider/);
+    });
+
+    it('a good response after its sign-in attempt expired', async () => {
+      const flow = await begin();
+      await svc.ctx.db.query(`update sso_flows set expires_at = now() - interval '1 second' where saml_request_id = $1`, [flow.request.id]);
+      expectRefused(await flow.post(idp.signedResponse(flow.options())), /expired; start again/);
+    });
+
     it('an IdP-initiated post without a RelayState of ours, sent back to the site URL', async () => {
       const flow = await begin();
       const landed = await postToAcs(flow.request.acsUrl, { SAMLResponse: idp.signedResponse(flow.options()) });
