@@ -40,18 +40,20 @@ const rate = (n: number, fromMs: number, toMs: number) => Math.round(n / ((toMs 
  * Runs fn between two CPU snapshots. With `messages`, also CPU milliseconds per message for each
  * process: on a CPU-bound machine, the sum of these is what caps the rate (cores / sum).
  */
-async function measured<T extends Record<string, unknown>>(ctx: PhaseCtx, fn: () => Promise<T>, messages?: number): Promise<T & { cpu_s: Record<string, number>; cpu_ms_per_message?: Record<string, number> }> {
+async function measured<T extends Record<string, unknown>>(ctx: PhaseCtx, fn: () => Promise<T>, messages?: number): Promise<T & { cpu_s: Record<string, number>; peak_rss_mb: Record<string, number>; cpu_ms_per_message?: Record<string, number> }> {
   const before = ctx.watch.cpuSnapshot();
+  ctx.watch.resetPhase();
   const t0 = Date.now();
   const out = await fn();
   const cpu = cpuBetween(before, ctx.watch.cpuSnapshot(), (Date.now() - t0) / 1000);
-  if (!messages) return { ...out, cpu_s: cpu };
+  const rss = { peak_rss_mb: ctx.watch.phasePeakMb() };
+  if (!messages) return { ...out, ...rss, cpu_s: cpu };
   const perMessage = Object.fromEntries(
     Object.entries(cpu)
       .filter(([k]) => !['machine_busy_share', 'wall_s'].includes(k))
       .map(([k, v]) => [k, round((v * 1000) / messages, 3)!]),
   );
-  return { ...out, cpu_s: cpu, cpu_ms_per_message: perMessage };
+  return { ...out, ...rss, cpu_s: cpu, cpu_ms_per_message: perMessage };
 }
 
 /** commit_rate: rows committed per second into a table nobody listens to. */
@@ -104,12 +106,35 @@ export async function e2ePhase(ctx: PhaseCtx): Promise<Phase> {
   return { figure: d.rate, detail: d };
 }
 
-/** hol: healthy targets' rate while one message in a hundred goes to a target that never answers. */
-export async function holPhase(ctx: PhaseCtx, withoutRate: number | null): Promise<Phase> {
+/**
+ * hol_penalty: the healthy targets' delivery rate while one message in a hundred goes to a target
+ * that never answers, against the same traffic without it. The machine is shared, so the two are
+ * measured as alternating segments (without, with, without, with, ...) of `messages / (2 * pairs)`
+ * rows each, and the penalty is 1 - (sum of "with" rates) / (sum of "without" rates): slow drifts in
+ * background load hit both sides alike. Each segment's rate is first commit → last healthy receipt.
+ */
+export async function holPhase(ctx: PhaseCtx, pairs = 5): Promise<Phase> {
   const hang = (s: number) => s % 100 === 0;
-  const d = await flood(ctx, (s) => (hang(s) ? 'bench_hang' : 'bench_hooked'), (s) => !hang(s));
-  const penalty = d.rate !== null && withoutRate ? round(1 - d.rate / withoutRate, 3) : null;
-  return { figure: penalty, detail: { ...d, healthy_rate_with_hang: d.rate, healthy_rate_without: withoutRate, hung_requests_seen: ctx.receipts.hung } };
+  const size = Math.max(200, Math.floor(ctx.s.messages / (2 * pairs)));
+  const segment = async (withHang: boolean) => {
+    const r = await ctx.gen.run(size, (s) => (withHang && hang(s) ? 'bench_hang' : 'bench_hooked'));
+    const healthy = (s: number) => !(withHang && hang(s));
+    const a = await ctx.receipts.waitFor(r.first, r.count, ctx.s.stallMs, healthy);
+    return a.complete ? rate(a.expected, r.startedAt, a.lastAt) : null;
+  };
+  const d = await measured(ctx, async () => {
+    const without: (number | null)[] = [];
+    const withHang: (number | null)[] = [];
+    for (let i = 0; i < pairs; i++) {
+      without.push(await segment(false));
+      withHang.push(await segment(true));
+      ctx.log(`  pair ${i + 1}/${pairs}: healthy ${without[i]}/s without, ${withHang[i]}/s with a hanging target`);
+    }
+    const complete = [...without, ...withHang].every((x) => x !== null);
+    const sum = (xs: (number | null)[]) => xs.reduce<number>((a, b) => a + (b ?? 0), 0);
+    return { segment_size: size, without_rates: without, with_rates: withHang, complete, penalty: complete ? round(1 - sum(withHang) / sum(without), 3) : null, hung_requests_seen: ctx.receipts.hung };
+  }, 2 * pairs * size);
+  return { figure: d.penalty, detail: d };
 }
 
 /** latency at a fixed offered load; the first latencyWarmupS seconds of the stream are not counted. */

@@ -103,6 +103,8 @@ export interface Watched {
  */
 export class ProcWatch {
   private readonly peaks = new Map<string, number>();
+  /** peaks since the last resetPhase(), to tie memory to what the phase did (e.g. a backlog) */
+  private readonly phasePeaks = new Map<string, number>();
   private readonly hwm = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
   private readonly watched: Watched[] = [];
@@ -133,6 +135,7 @@ export class ProcWatch {
       const s = w.tree ? sampleProcessTree(w.pid) : sampleProcess(w.pid);
       if (!s) continue;
       this.peaks.set(w.name, Math.max(this.peaks.get(w.name) ?? 0, s.rssMb));
+      this.phasePeaks.set(w.name, Math.max(this.phasePeaks.get(w.name) ?? 0, s.rssMb));
       this.hwm.set(w.name, Math.max(this.hwm.get(w.name) ?? 0, s.hwmMb));
     }
   }
@@ -142,6 +145,16 @@ export class ProcWatch {
     const p = this.peaks.get(name);
     if (p === undefined) return null;
     return Math.round(Math.max(p, useHwm ? (this.hwm.get(name) ?? 0) : 0));
+  }
+
+  resetPhase() {
+    this.phasePeaks.clear();
+  }
+
+  /** Peak RSS (MB) of the single processes since resetPhase(). */
+  phasePeakMb(): Record<string, number> {
+    const names = new Set(this.watched.filter((w) => !w.tree).map((w) => w.name));
+    return Object.fromEntries([...this.phasePeaks].filter(([k]) => names.has(k)).map(([k, v]) => [k, Math.round(v)]));
   }
 
   /** Lifetime VmHWM (MB): for long-running shared processes it predates the run. */

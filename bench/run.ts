@@ -148,7 +148,7 @@ async function main() {
     await baseline.stop();
   }
   const e2e = pipeline ? await run('e2e', () => e2ePhase(ctx)) : null;
-  const hol = pipeline && hang ? await run('hol', () => holPhase(ctx, e2e?.figure ?? null)) : null;
+  const hol = pipeline && hang ? await run('hol', () => holPhase(ctx)) : null;
 
   const serviceRss = watch.peakMb('service', true);
   watch.stop();
