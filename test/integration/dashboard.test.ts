@@ -244,26 +244,26 @@ describe('dashboard', () => {
     expect(await form.count()).toBe(0);
   });
 
-  it('shows a dead delivery with its attempt history and last error', async () => {
+  it('shows a dead delivery with its attempts, retries it, and replays the rest after a confirmation', async () => {
     const db = new pg.Client({ connectionString: owner.databaseUrl });
     await db.connect();
     await db.query('create table public.payments (id serial primary key, amount int)');
     receiver.answer('/gone', { status: 410, body: 'this endpoint is gone' });
     const hook = await svc.api(owner.ownerToken, 'POST', `/v1/projects/${owner.ref}/webhooks`, { name: 'payments', table: 'public.payments', events: ['INSERT'], url: `${receiver.url}/gone` });
     expect(hook.status).toBe(201);
-    await db.query('insert into public.payments (amount) values (42)');
+    await db.query('insert into public.payments (amount) values (42), (43)');
     await db.end();
     const dead = await eventually(async () => {
       const r = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/outbox/deliveries?status=dead`);
-      return r.body.deliveries?.[0];
-    }, 90_000, 'the delivery to end dead');
+      return r.body.deliveries?.length === 2 && r.body.deliveries;
+    }, 90_000, 'both deliveries to end dead');
 
     await open(`/p/${owner.ref}/deliveries`);
     await page.getByLabel('Status').selectOption('delivered');
     await page.getByText('No deliveries match these filters').waitFor();
     await page.getByLabel('Status').selectOption('dead');
     await page.getByLabel('Kind').selectOption('webhook');
-    const row = page.getByRole('link', { name: new RegExp(`Delivery ${dead.id}`) });
+    const row = page.getByRole('link', { name: new RegExp(`Delivery ${dead[0].id}`) });
     await row.waitFor();
     await shot('deliveries');
     await row.press('Enter');
@@ -273,6 +273,37 @@ describe('dashboard', () => {
     expect(await history.textContent()).toContain('HTTP 410');
     expect(await page.getByText('this endpoint is gone').count()).toBe(1);
     await shot('delivery-detail');
+
+    // the target is fixed: retry this one from its page and watch it arrive
+    receiver.answer('/gone', { status: 200, body: 'thanks' });
+    await page.getByRole('button', { name: 'Retry now' }).click();
+    await page.getByRole('status').filter({ hasText: 'Queued again as run 2' }).waitFor();
+    await eventually(async () => {
+      const r = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/outbox/deliveries/${dead[0].id}`);
+      if (r.body.status !== 'delivered') throw new Error(`status ${r.body.status}, run ${r.body.run}, last error ${r.body.last_error}`);
+      return true;
+    }, 60_000, 'the retried delivery to be delivered');
+    // the page follows the pending delivery by itself
+    await page.locator('dd .badge', { hasText: 'delivered' }).waitFor();
+    expect(await history.textContent()).toContain('delivered');
+    expect(receiver.byWebhookId(dead[0].id).length).toBe(2);
+
+    // and the other one through "Replay many", which asks before sending
+    await page.getByRole('link', { name: '← All deliveries' }).click();
+    await page.getByRole('button', { name: 'Replay many…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Replay deliveries' });
+    await dialog.getByRole('button', { name: 'Review replay' }).click();
+    await dialog.getByText('will be sent again to its target').waitFor();
+    await shot('replay-confirm');
+    await dialog.getByRole('button', { name: 'Replay now' }).click();
+    await dialog.getByText('1 of 1 matching delivery was queued again').waitFor();
+    await dialog.getByRole('button', { name: 'Close' }).first().click();
+    await eventually(async () => {
+      const r = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/outbox/deliveries/${dead[1].id}`);
+      if (r.body.status !== 'delivered') throw new Error(`status ${r.body.status}, run ${r.body.run}, last error ${r.body.last_error}`);
+      return true;
+    }, 60_000, 'the replayed delivery to be delivered');
+    expect(receiver.byWebhookId(dead[1].id).length).toBe(2);
   });
 
   it('saves SMTP settings with a write-only password, and lists every change in the audit trail', async () => {

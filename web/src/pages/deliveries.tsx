@@ -120,7 +120,7 @@ function DeliveryList({ project }: SectionProps) {
           {load.busy ? 'Loading…' : 'Load older deliveries'}
         </button>
       )}
-      {replaying && <Replay base={base} onClose={() => setReplaying(false)} onDone={() => load.run(null)} />}
+      {replaying && <Replay path={`projects/${seg(project.ref)}/outbox/replay`} onClose={() => setReplaying(false)} onDone={() => load.run(null)} />}
     </>
   );
 }

@@ -1,5 +1,5 @@
 // One delivery: where it goes, every attempt with its outcome, the last error, and a manual retry.
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, seg } from '../api';
 import { href } from '../router';
 import type { Project, Delivery, DeliveryDetail } from '../types';
@@ -23,10 +23,17 @@ export function DeliveryView({ project, id }: { project: Project; id: string }) 
   const d = useResource<DeliveryDetail>(path);
   const [flash, setFlash] = useState('');
   const retry = useAction(async () => {
-    await api('POST', `${path}/retry`);
-    setFlash('Queued again as a new attempt sequence. Refresh to follow its progress.');
+    const r = await api<{ run: number }>('POST', `${path}/retry`);
+    setFlash(`Queued again as run ${r.run}, with a fresh retry budget.`);
     d.reload();
   });
+  // Follow a delivery that is on its way (after a retry, or before its first attempt).
+  const pending = d.data?.status === 'pending';
+  useEffect(() => {
+    if (!pending || d.loading) return;
+    const t = setTimeout(d.reload, 1500);
+    return () => clearTimeout(t);
+  }, [pending, d.loading, d.data]);
 
   return (
     <>

@@ -7,26 +7,31 @@ import { ErrorNote, Notice } from '../ui/feedback';
 import { Field, Select } from '../ui/form';
 import { useAction } from '../ui/use-resource';
 
-export function Replay({ base, onClose, onDone }: { base: string; onClose: () => void; onDone: () => void }) {
-  const [status, setStatus] = useState<'dead' | 'failed'>('dead');
+interface ReplayResult {
+  matched: number;
+  replayed: number;
+  not_found: number;
+}
+
+export function Replay({ path, onClose, onDone }: { path: string; onClose: () => void; onDone: () => void }) {
+  const [status, setStatus] = useState<'dead' | 'failed' | 'both'>('dead');
   const [from, setFrom] = useState('');
   const [to, setTo] = useState('');
   const [webhookId, setWebhookId] = useState('');
   const [host, setHost] = useState('');
   const [confirming, setConfirming] = useState(false);
-  const [result, setResult] = useState<number | null>(null);
+  const [result, setResult] = useState<ReplayResult | null>(null);
 
   const filter = () => {
-    const f: Record<string, string> = { status };
-    if (from) f.from = new Date(from).toISOString();
-    if (to) f.to = new Date(to).toISOString();
-    if (webhookId) f.webhook_id = webhookId.trim();
-    if (host) f.target_host = host.trim();
+    const f: Record<string, unknown> = { status: status === 'both' ? ['dead', 'failed'] : status };
+    if (from) f.since = new Date(from).toISOString();
+    if (to) f.until = new Date(to).toISOString();
+    if (webhookId.trim()) f.webhook_id = webhookId.trim();
+    if (host.trim()) f.host = host.trim();
     return f;
   };
   const replay = useAction(async () => {
-    const r = await api<{ replayed: number }>('POST', `${base}/replay`, filter());
-    setResult(r.replayed);
+    setResult(await api<ReplayResult>('POST', path, filter()));
     setConfirming(false);
     onDone();
   });
@@ -35,9 +40,16 @@ export function Replay({ base, onClose, onDone }: { base: string; onClose: () =>
     <Dialog title="Replay deliveries" onClose={onClose}>
       {result !== null ? (
         <>
-          <Notice kind="success">
-            {result} {result === 1 ? 'delivery was' : 'deliveries were'} queued again.
+          <Notice kind={result.replayed ? 'success' : 'info'}>
+            {result.matched === 0
+              ? 'No delivery matched these filters: nothing was sent again.'
+              : `${result.replayed} of ${result.matched} matching ${result.matched === 1 ? 'delivery was' : 'deliveries were'} queued again as a new run.`}
           </Notice>
+          {result.not_found > 0 && (
+            <Notice kind="warning">
+              {result.not_found} could not be replayed: their messages are no longer on the log (retention has passed).
+            </Notice>
+          )}
           <div class="actions">
             <button type="button" class="primary" onClick={onClose} autoFocus>
               Close
@@ -52,7 +64,7 @@ export function Replay({ base, onClose, onDone }: { base: string; onClose: () =>
             else setConfirming(true);
           }}
         >
-          <p>After an outage, send again every delivery that matches. Each one starts a new attempt sequence.</p>
+          <p>After an outage, send again every delivery that matches. Each one starts a new run with a fresh retry budget.</p>
           <Select
             label="Deliveries that are"
             value={status}
@@ -62,7 +74,8 @@ export function Replay({ base, onClose, onDone }: { base: string; onClose: () =>
             }}
             options={[
               ['dead', 'Dead'],
-              ['failed', 'Failed'],
+              ['failed', 'Failed (waiting for a retry)'],
+              ['both', 'Dead or failed'],
             ]}
           />
           <div class="grid2">
@@ -73,7 +86,7 @@ export function Replay({ base, onClose, onDone }: { base: string; onClose: () =>
           </div>
           {confirming && (
             <Notice kind="warning">
-              Every <strong>{status}</strong> delivery matching these filters
+              Every <strong>{status === 'both' ? 'dead or failed' : status}</strong> delivery matching these filters
               {from || to || webhookId || host ? '' : ' (no filter: all of them)'} will be sent again to its target. Press “Replay now” to confirm.
             </Notice>
           )}
