@@ -3,6 +3,7 @@
 // and must send the browser back to redirect_to with ?error=invalid_saml_response and a reason,
 // with no code and no user created. The attacker's email lies inside the provider's domain, so a
 // response that got through would sign someone in and fail the test.
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exchangeCode, startSignIn } from '../helpers/oidc-idp.js';
 import { postToAcs, readAuthnRequest, TestIdp, testKeys, type ResponseOptions, type SignMode } from '../helpers/saml-idp.js';
@@ -19,6 +20,7 @@ describe('SAML ACS refuses', () => {
   const app = 'http://app.test';
   const redirectTo = `${app}/auth/callback`;
   const idp = new TestIdp({ entityId: 'https://idp.corp.test/saml' });
+  const logs: string[] = [];
 
   async function begin() {
     const started = await startSignIn(project, { domain: 'corp.test' }, redirectTo);
@@ -49,7 +51,10 @@ describe('SAML ACS refuses', () => {
   }
 
   beforeAll(async () => {
-    svc = await startTestService();
+    svc = await startTestService({ env: { LOG_LEVEL: 'info' } });
+    // the service's log lines, kept for the logging test instead of going to the test output
+    const stream = (svc.ctx.log as unknown as Record<symbol, { write(line: string): boolean }>)[pino.symbols.streamSym];
+    stream.write = (line: string) => logs.push(line) > 0;
     project = await svc.project('enterprise', { siteUrl: app });
     const r = await svc.api(project.ownerToken, 'POST', `/v1/projects/${project.ref}/auth/providers/sso`, {
       kind: 'saml',
@@ -194,6 +199,18 @@ describe('SAML ACS refuses', () => {
       const landed = await postToAcs(flow.request.acsUrl, { SAMLResponse: 'not base64 !', RelayState: flow.request.relayState! });
       expectRefused(landed, /not base64/);
     });
+  });
+
+  it('logs the reason of a refusal with the request id, and never the response itself', async () => {
+    const flow = await begin();
+    const samlResponse = idp.signedResponse(flow.options({ audience: 'https://other-sp.test/metadata' }));
+    const from = logs.length;
+    await flow.post(samlResponse);
+    const lines = logs.slice(from).map((l) => JSON.parse(l));
+    expect(lines).toContainEqual(expect.objectContaining({ msg: 'saml response refused', reqId: expect.any(String), reason: expect.stringMatching(/Audience/) }));
+    const text = logs.slice(from).join('');
+    expect(text).not.toContain(samlResponse.slice(0, 64));
+    expect(text).not.toContain(flow.request.relayState!);
   });
 
   describe('replay', () => {
