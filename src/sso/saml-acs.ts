@@ -82,8 +82,9 @@ async function verify(ctx: SsoContext, flow: FlowRow, provider: ProviderRow, sam
     });
   } catch (e) {
     // The core's reasons are its own fixed texts (IdP status codes are reduced to URI characters),
-    // so they can be shown to the IdP admin debugging a setup.
-    if (isSamlError(e)) throw new Refusal(flow.redirect_to, `The SAML response was refused: ${e.message}.`);
+    // so they can be shown to the IdP admin debugging a setup; the cap keeps a reason that names an
+    // attacker's absurdly long element name from bloating the redirect.
+    if (isSamlError(e)) throw new Refusal(flow.redirect_to, `The SAML response was refused: ${e.message.slice(0, 300)}.`);
     throw e;
   }
 }

@@ -1,7 +1,9 @@
 // One error type for the SAML core so the HTTP layer can map failures without parsing messages.
 // The codes are the client-visible ones from the service spec (section 7 and the provider errors);
-// the message is a human-readable reason meant for logs and operators, never for the browser,
-// because it can describe what a forged response got wrong.
+// the message is a fixed, human-readable reason (it never quotes the document beyond URI-safe
+// status codes and element names), so the ACS can pass it on as error_description for the IdP
+// admin debugging a setup. Telling a forger which check failed gains them nothing: every check
+// must pass, and none can be passed without the IdP's key.
 
 export type SamlErrorCode = 'saml_metadata_invalid' | 'saml_metadata_no_signing_cert' | 'invalid_saml_response';
 
