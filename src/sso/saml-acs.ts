@@ -85,7 +85,9 @@ async function verify(ctx: SsoContext, flow: FlowRow, provider: ProviderRow, sam
     // so they can be shown to the IdP admin debugging a setup; the cap keeps a reason that names an
     // attacker's absurdly long element name from bloating the redirect.
     if (isSamlError(e)) throw new Refusal(flow.redirect_to, `The SAML response was refused: ${e.message.slice(0, 300)}.`);
-    throw e;
+    // A library tripping over a hostile document is still a refused response, not a server error.
+    ctx.log.warn({ err: e, provider: provider.id, flow: flow.id }, 'saml response verification failed unexpectedly');
+    throw new Refusal(flow.redirect_to, 'The SAML response was refused: it could not be processed.');
   }
 }
 

@@ -32,7 +32,12 @@ export function verifyEnvelopedSignature(documentXml: string, signed: Element, s
   for (const cert of certs) {
     const sig = new SignedXml({ publicCert: certToPem(cert), getCertFromKeyInfo: () => null });
     restrictAlgorithms(sig);
-    sig.loadSignature(signature);
+    try {
+      sig.loadSignature(signature);
+    } catch {
+      // xml-crypto's own shape checks (DigestValue missing or repeated...) throw plain Errors
+      throw fail('the Signature is malformed');
+    }
     let digestsMatch: boolean;
     try {
       digestsMatch = sig.checkSignature(documentXml);
@@ -71,6 +76,7 @@ function checkShape(signature: Element, id: string | undefined, fail: (reason: s
   const ref = exactlyOne(signedInfo, 'Reference', fail);
   if (attr(ref, 'URI') !== `#${id}`) throw fail('the Reference does not point at the signed element');
   const digest = algorithm(exactlyOne(ref, 'DigestMethod', fail));
+  exactlyOne(ref, 'DigestValue', fail);
   if (!ALLOWED_DIGEST.includes(digest)) throw fail(`digest algorithm ${digest} is not allowed (SHA-256 or SHA-512 only)`);
   const transforms = children(ref, NS.dsig, 'Transforms').flatMap((t) => children(t, NS.dsig, 'Transform')).map(algorithm);
   const bad = transforms.find((t) => !ALLOWED_TRANSFORMS.includes(t));

@@ -229,6 +229,14 @@ describe('the structural checks refuse', () => {
     const xml = signed();
     refusesXml(xml.replace('</ds:SignatureValue>', '</ds:SignatureValue><ds:Object>payload</ds:Object>'), /unexpected <Object>/);
   });
+
+  // Found by fuzzing: xml-crypto throws plain Errors for these, which must not escape as crashes.
+  it('a Reference without a DigestValue, or with two', () => {
+    const xml = signed();
+    const digest = /<ds:DigestValue>[^<]*<\/ds:DigestValue>/.exec(xml)![0];
+    refusesXml(xml.replace(digest, ''), /expected one ds:DigestValue/);
+    refusesXml(xml.replace(digest, digest + digest), /expected one ds:DigestValue/);
+  });
 });
 
 describe('the test IdP', () => {
