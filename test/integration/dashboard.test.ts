@@ -12,6 +12,7 @@ import { oidcCallbackUrl } from '../../src/sso/oidc/settings.js';
 import { eventually } from '../helpers/env.js';
 import { startOidcIdp, type OidcIdp } from '../helpers/oidc-idp.js';
 import { Receiver } from '../helpers/receiver.js';
+import { serveMetadata, TestIdp, testKeys } from '../helpers/saml-idp.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 
 const SHOTS = join(import.meta.dirname, '../../docs/screenshots');
@@ -242,6 +243,42 @@ describe('dashboard', () => {
     await form.getByRole('alert').filter({ hasText: 'sso_domain_taken' }).waitFor();
     await page.keyboard.press('Escape');
     expect(await form.count()).toBe(0);
+  });
+
+  it('adds a SAML provider from its metadata URL, shows what the IdP needs, and trusts a new certificate after a refresh', async () => {
+    const entityId = 'https://idp.corp.test/saml';
+    const metadata = await serveMetadata(new TestIdp({ entityId, publishedKeys: [testKeys.primary] }));
+    try {
+      await open(`/p/${owner.ref}/sso`);
+      await page.getByRole('button', { name: 'Add provider' }).click();
+      const form = page.getByRole('dialog', { name: 'Add an SSO provider' });
+      await form.getByLabel('SAML 2.0').check();
+      await form.getByRole('textbox', { name: 'Name', exact: true }).fill('Corp SAML');
+      await form.getByRole('textbox', { name: 'Email domains' }).fill('corp.test');
+      await form.getByRole('textbox', { name: 'Metadata URL' }).fill(metadata.url);
+      await form.getByRole('button', { name: 'Add provider' }).click();
+
+      await page.getByRole('heading', { name: /Corp SAML/ }).waitFor();
+      const listed = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/auth/providers/sso`);
+      const saml = listed.body.items.find((p: { name: string }) => p.name === 'Corp SAML');
+      expect(await page.getByRole('textbox', { name: 'SP metadata URL' }).inputValue()).toBe(saml.sp_metadata_url);
+      expect(await page.getByRole('textbox', { name: 'ACS URL' }).inputValue()).toBe(saml.acs_url);
+      expect(await page.getByRole('textbox', { name: 'SP entity ID' }).inputValue()).toBe(saml.sp_entity_id);
+      const certs = page.getByRole('table', { name: 'Trusted signing certificates' });
+      expect(await certs.getByRole('row').count()).toBe(2);
+      expect(await page.getByText(entityId).count()).toBe(1);
+
+      // the IdP publishes a second signing key: the test notices, the refresh trusts it
+      metadata.idp = new TestIdp({ entityId, publishedKeys: [testKeys.primary, testKeys.secondary] });
+      await page.getByRole('button', { name: /^Test/ }).click();
+      await page.getByRole('status').filter({ hasText: 'differs from what is stored' }).waitFor();
+      await page.getByRole('button', { name: 'Refresh metadata' }).click();
+      await page.getByRole('status').filter({ hasText: 'Metadata re-read' }).waitFor();
+      await eventually(async () => (await certs.getByRole('row').count()) === 3, 10_000, 'two trusted certificates');
+      await shot('sso-saml');
+    } finally {
+      await metadata.stop();
+    }
   });
 
   it('shows a dead delivery with its attempts, retries it, and replays the rest after a confirmation', async () => {

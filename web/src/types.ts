@@ -18,6 +18,12 @@ export type AttributeMapping = Partial<Record<'email' | 'email_verified' | 'name
   extra?: Record<string, string>;
 };
 
+export interface Certificate {
+  sha256_fingerprint: string;
+  subject: string;
+  not_after: string;
+}
+
 export interface Provider {
   id: string;
   kind: 'oidc' | 'saml';
@@ -28,6 +34,10 @@ export interface Provider {
   client_id?: string;
   scopes?: string[];
   metadata_url?: string | null;
+  metadata_xml?: string | null;
+  idp_entity_id?: string | null;
+  idp_sso_url?: string | null;
+  idp_signing_certificates?: Certificate[];
   callback_url?: string;
   sp_metadata_url?: string;
   acs_url?: string;

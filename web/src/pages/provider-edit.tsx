@@ -22,6 +22,8 @@ export function ProviderEdit({ provider: v, path, onSaved }: { provider: Provide
   );
   const [trustEmail, setTrustEmail] = useState(v.trust_email);
   const [jit, setJit] = useState(v.jit);
+  const [newMetadataUrl, setNewMetadataUrl] = useState('');
+  const [newMetadataXml, setNewMetadataXml] = useState('');
 
   const save = useAction(async () => {
     const extraObj: Record<string, string> = {};
@@ -38,6 +40,8 @@ export function ProviderEdit({ provider: v, path, onSaved }: { provider: Provide
     if (JSON.stringify(attribute_mapping) !== JSON.stringify(v.attribute_mapping ?? {})) body.attribute_mapping = attribute_mapping;
     if (trustEmail !== v.trust_email) body.trust_email = trustEmail;
     if (jit !== v.jit) body.jit = jit;
+    if (newMetadataUrl.trim()) body.metadata_url = newMetadataUrl.trim();
+    if (newMetadataXml.trim()) body.metadata_xml = newMetadataXml;
     if (Object.keys(body).length === 0) return;
     await api('PATCH', path, body);
     onSaved();
@@ -72,6 +76,14 @@ export function ProviderEdit({ provider: v, path, onSaved }: { provider: Provide
       </fieldset>
       <Check label="Trust the IdP's email as verified" checked={trustEmail} onChange={setTrustEmail} />
       <Check label="Create users on first sign-in (just in time)" checked={jit} onChange={setJit} />
+      {v.kind === 'saml' && (
+        <fieldset>
+          <legend>Replace the IdP metadata</legend>
+          <p class="hint">Only when the IdP moved. For a new signing certificate at the same URL, “Refresh metadata” above is enough.</p>
+          <Field label="New metadata URL" type="url" value={newMetadataUrl} onInput={setNewMetadataUrl} mono />
+          <TextArea label="Or new metadata XML" value={newMetadataXml} onInput={setNewMetadataXml} mono rows={4} />
+        </fieldset>
+      )}
       <ErrorNote error={save.error} title="Not saved" />
       <button type="submit" class="primary" disabled={save.busy}>
         {save.busy ? 'Saving…' : 'Save provider'}

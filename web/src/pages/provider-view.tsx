@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, seg } from '../api';
 import { href, navigate } from '../router';
-import type { Project, Provider } from '../types';
+import type { Certificate, Project, Provider } from '../types';
 import { CopyField } from '../ui/copy-field';
 import { Badge, ErrorNote, Failure, Loading, Notice, when } from '../ui/feedback';
 import { Confirm } from '../ui/dialog';
@@ -14,11 +14,12 @@ export function ProviderView({ project, id }: { project: Project; id: string }) 
   const path = `${ssoBase}/sso/${seg(id)}`;
   const p = useResource<Provider>(path);
   const [flash, setFlash] = useState('');
-  const [testResult, setTestResult] = useState<unknown>(null);
+  const [testResult, setTestResult] = useState<Parameters<typeof TestResult>[0]['result'] | null>(null);
   const [deleting, setDeleting] = useState(false);
 
   const patch = useAction(async (body: Record<string, unknown>, done: string) => {
     await api('PATCH', path, body);
+    setTestResult(null);
     setFlash(done);
     p.reload();
   });
@@ -67,6 +68,10 @@ export function ProviderView({ project, id }: { project: Project; id: string }) 
           <>
             <dt>Metadata</dt>
             <dd class="mono wrap">{v.metadata_url ?? 'pasted XML'}</dd>
+            <dt>IdP entity ID</dt>
+            <dd class="mono wrap">{v.idp_entity_id ?? '—'}</dd>
+            <dt>IdP sign-in URL</dt>
+            <dd class="mono wrap">{v.idp_sso_url ?? '—'}</dd>
           </>
         ) : (
           <>
@@ -83,6 +88,8 @@ export function ProviderView({ project, id }: { project: Project; id: string }) 
         <dt>Updated</dt>
         <dd>{when(v.updated_at)}</dd>
       </dl>
+
+      {saml && <Certificates certs={v.idp_signing_certificates ?? []} />}
 
       <div class="toolbar">
         <button type="button" onClick={() => test.run()} disabled={test.busy}>
@@ -116,15 +123,43 @@ export function ProviderView({ project, id }: { project: Project; id: string }) 
   );
 }
 
-/** The test endpoint's answer: whether it worked, the problem if any, and what it found. */
-function TestResult({ result }: { result: unknown }) {
-  const r = (result ?? {}) as { ok?: boolean; problem?: string | null; error?: { message?: string } | string | null };
-  const problem = r.problem ?? (typeof r.error === 'string' ? r.error : r.error?.message);
-  const ok = r.ok ?? !problem;
+/** The IdP certificates trusted to sign assertions (several during a rotation). */
+function Certificates({ certs }: { certs: Certificate[] }) {
+  return (
+    <table>
+      <caption>Trusted signing certificates</caption>
+      <thead>
+        <tr>
+          <th scope="col">Subject</th>
+          <th scope="col">SHA-256 fingerprint</th>
+          <th scope="col">Expires</th>
+        </tr>
+      </thead>
+      <tbody>
+        {certs.map((c) => (
+          <tr key={c.sha256_fingerprint}>
+            <td class="wrap">{c.subject}</td>
+            <td class="mono wrap small">{c.sha256_fingerprint}</td>
+            <td>{new Date(c.not_after) < new Date() ? <Badge tone="bad">expired {when(c.not_after)}</Badge> : when(c.not_after)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** The test endpoint's answer: whether it worked, the problem if any ({code, message}), and what it found. */
+function TestResult({ result }: { result: { ok: boolean; problem: { code: string; message: string } | null; matches_stored?: boolean } }) {
+  const { ok, problem } = result;
   return (
     <section class={`test-result ${ok ? 'ok' : 'bad'}`} role="status" aria-labelledby="test-title">
       <h3 id="test-title">{ok ? 'Test passed' : 'Test found a problem'}</h3>
-      {problem && <p>{problem}</p>}
+      {problem && (
+        <p>
+          {problem.message} <code>{problem.code}</code>
+        </p>
+      )}
+      {result.matches_stored === false && <p>The metadata differs from what is stored: press “Refresh metadata” to trust what it says now.</p>}
       <pre class="body">{JSON.stringify(result, null, 2)}</pre>
     </section>
   );
