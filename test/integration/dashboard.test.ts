@@ -175,6 +175,13 @@ describe('dashboard', () => {
     expect(next).toMatch(/^whsec_/);
     expect(next).not.toBe(secret);
     expect(await rotated.textContent()).toContain('both the previous and the new secret');
+    await rotated.getByRole('button', { name: 'I have stored it' }).click();
+
+    // deleting asks first; the list is then empty again
+    await page.getByRole('button', { name: 'Delete orders to billing' }).click();
+    await page.getByRole('dialog', { name: 'Delete this webhook?' }).getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('No webhooks yet').waitFor();
+    expect((await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/webhooks`)).body).toEqual([]);
   });
 
   it('sets a secret: the name and dates are listed, the value never appears', async () => {
@@ -196,6 +203,15 @@ describe('dashboard', () => {
     // an invalid name is explained before anything is sent
     await page.getByRole('textbox', { name: 'Name', exact: true }).fill('9lives');
     expect(await page.getByRole('button', { name: 'Save secret' }).isDisabled()).toBe(true);
+
+    await page.getByRole('textbox', { name: 'Name', exact: true }).fill('OLD_TOKEN');
+    await page.getByRole('textbox', { name: 'Value', exact: true }).fill('old');
+    await page.getByRole('button', { name: 'Save secret' }).click();
+    await page.getByRole('button', { name: 'Delete OLD_TOKEN' }).click();
+    await page.getByRole('dialog', { name: 'Delete OLD_TOKEN?' }).getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('status').filter({ hasText: 'Secret OLD_TOKEN deleted' }).waitFor();
+    const left = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/secrets`);
+    expect(left.body.map((x: { name: string }) => x.name)).toEqual(['BILLING_TOKEN']);
   });
 
   it('adds an OIDC provider against a real IdP, shows its callback URL, tests it, disables it and edits its domains', async () => {
@@ -341,6 +357,32 @@ describe('dashboard', () => {
       return true;
     }, 60_000, 'the replayed delivery to be delivered');
     expect(receiver.byWebhookId(dead[1].id).length).toBe(2);
+  });
+
+  it('manages users: create unverified, verify, ban, unban, delete', async () => {
+    await open(`/p/${owner.ref}/users`);
+    await page.getByText('No users yet').waitFor();
+    await page.getByRole('textbox', { name: 'Email' }).fill('ada@acme.test');
+    await page.getByLabel('Email is verified').uncheck();
+    await page.getByRole('button', { name: 'Create user' }).click();
+    const row = page.getByRole('row').filter({ hasText: 'ada@acme.test' });
+    await row.getByText('unverified').waitFor();
+    await row.getByRole('button', { name: 'Verify email' }).click();
+    await row.getByText('verified', { exact: true }).waitFor();
+    await row.getByRole('button', { name: 'Ban…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Ban ada@acme.test?' });
+    await dialog.getByLabel('Ban for').selectOption('7d');
+    await dialog.getByRole('button', { name: 'Ban' }).click();
+    await row.getByText('banned').waitFor();
+    const users = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/auth/users`);
+    const ada = users.body.users.find((u: { email: string }) => u.email === 'ada@acme.test');
+    expect(new Date(ada.banned_until).getTime()).toBeGreaterThan(Date.now() + 6 * 86_400_000);
+    expect(ada.email_confirmed_at).toBeTruthy();
+    await row.getByRole('button', { name: 'Unban' }).click();
+    await row.getByText('active').waitFor();
+    await row.getByRole('button', { name: 'Delete ada@acme.test' }).click();
+    await page.getByRole('dialog', { name: 'Delete ada@acme.test?' }).getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('No users yet').waitFor();
   });
 
   it('saves SMTP settings with a write-only password, and lists every change in the audit trail', async () => {
