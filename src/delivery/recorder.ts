@@ -1,12 +1,16 @@
 // Records outcomes: publishes delivery events, then writes the ledger rows, in batches. Callers
-// await their own record; whatever arrives while a flush is running goes into the next flush
+// await their own record; whatever arrives while flushes are running goes into the next flush
 // ("group commit"), so under load one produce request and one INSERT carry hundreds of outcomes
-// while a lone message is not held back by any linger timer.
+// while a lone message is not held back by any linger timer. Up to MAX_FLUSHES flushes run at once
+// on a producer of its own (not idempotent, pipelined): a produce round trip under load, not CPU,
+// is what bounds throughput, and the projection neither needs events in order across deliveries
+// nor minds a duplicate from a producer retry.
 //
 // Order matters: event first (the outcome is recorded on the log), then the ledger row, then —
 // back in the dispatcher — the offset commit. A crash between any two steps replays, never loses:
 // a duplicate event is absorbed by the idempotent projection, a missing ledger row means the
 // attempt may be made again (at least once).
+import type { Producer } from 'kafkajs';
 import type { AppContext } from '../context.js';
 import type { Logger } from '../lib/logger.js';
 
@@ -34,15 +38,20 @@ interface Pending {
 
 const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 const MAX_BATCH_ITEMS = 2000;
+const MAX_FLUSHES = 4;
+const BACKLOG = 64;
 
 export class OutcomeRecorder {
   readonly #queue: Pending[] = [];
-  #flushing: Promise<void> | null = null;
+  readonly #flushing = new Set<Promise<void>>();
   #closed = false;
   readonly #log: Logger;
+  readonly #producer: Producer;
+  #connected: Promise<void> | null = null;
 
-  constructor(private readonly ctx: Pick<AppContext, 'producer' | 'db' | 'topics' | 'log'>) {
+  constructor(private readonly ctx: Pick<AppContext, 'kafka' | 'db' | 'topics' | 'log'>) {
     this.#log = ctx.log.child({ component: 'recorder' });
+    this.#producer = ctx.kafka.producer({ allowAutoTopicCreation: false });
   }
 
   /** Publishes events (and writes the ledger row, if given) and resolves once both are durable. */
@@ -55,21 +64,22 @@ export class OutcomeRecorder {
     });
   }
 
-  /** Flushes what is queued; afterwards new records are refused and stuck flushes give up. */
+  /** Flushes what is queued, then refuses new records and disconnects. */
   async close(): Promise<void> {
-    while (this.#flushing) await this.#flushing;
+    while (this.#flushing.size > 0) await Promise.all(this.#flushing);
     this.#closed = true;
+    if (this.#connected) await this.#producer.disconnect().catch(() => {});
   }
 
   #kick() {
-    if (this.#flushing) return;
-    this.#flushing = (async () => {
-      try {
-        while (this.#queue.length > 0) await this.#flushOnce();
-      } finally {
-        this.#flushing = null;
-      }
-    })();
+    // One flush at a time batches best; more run only when a backlog builds up behind it.
+    if (this.#flushing.size >= MAX_FLUSHES || this.#queue.length === 0) return;
+    if (this.#flushing.size > 0 && this.#queue.length < BACKLOG) return;
+    const p: Promise<void> = this.#flushOnce().finally(() => {
+      this.#flushing.delete(p);
+      this.#kick();
+    });
+    this.#flushing.add(p);
   }
 
   async #flushOnce() {
@@ -100,7 +110,14 @@ export class OutcomeRecorder {
 
   async #write(batch: Pending[]) {
     const messages = batch.flatMap((p) => p.events);
-    if (messages.length > 0) await this.ctx.producer.send({ topic: this.ctx.topics.events, messages, acks: -1 });
+    if (messages.length > 0) {
+      this.#connected ??= this.#producer.connect().catch((err) => {
+        this.#connected = null;
+        throw err;
+      });
+      await this.#connected;
+      await this.#producer.send({ topic: this.ctx.topics.events, messages, acks: -1 });
+    }
     const rows = batch.map((p) => p.ledger).filter((r): r is LedgerRow => !!r);
     if (rows.length > 0) {
       await this.ctx.db.query(
