@@ -415,6 +415,7 @@ describe('dashboard', () => {
     await open(`/p/${free.ref}/smtp`);
     await page.getByRole('heading', { name: /Custom SMTP is not part of the free plan/ }).waitFor();
     expect(await page.getByRole('button', { name: /Save SMTP/ }).count()).toBe(0);
+    expect(await page.getByText(`npm run admin -- set-plan --ref ${free.ref} --plan pro`).count()).toBe(1);
     await shot('plan-limit');
   });
 

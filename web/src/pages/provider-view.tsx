@@ -33,7 +33,7 @@ export function ProviderView({ project, id }: { project: Project; id: string }) 
   });
 
   if (p.loading && !p.data) return <Loading what="Loading provider" />;
-  if (p.error) return <Failure error={p.error} plan={project.plan} />;
+  if (p.error) return <Failure error={p.error} plan={project.plan} projectRef={project.ref} />;
   const v = p.data!;
   const saml = v.kind === 'saml';
   return (

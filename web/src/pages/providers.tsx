@@ -11,7 +11,7 @@ import { ProviderCreate } from './provider-create';
 import { ProviderView } from './provider-view';
 
 export function Providers({ project, id }: SectionProps) {
-  if (!project.features.includes('sso')) return <PlanLimit feature="sso" plan={project.plan} />;
+  if (!project.features.includes('sso')) return <PlanLimit feature="sso" plan={project.plan} projectRef={project.ref} />;
   if (id) return <ProviderView project={project} id={id} />;
   return <ProviderList project={project} />;
 }
@@ -33,7 +33,7 @@ function ProviderList({ project }: SectionProps) {
         </button>
       </div>
       {list.loading && !list.data && <Loading what="Loading providers" />}
-      {list.error && <Failure error={list.error} plan={project.plan} />}
+      {list.error && <Failure error={list.error} plan={project.plan} projectRef={project.ref} />}
       {items?.length === 0 && <Empty>No SSO providers yet. Add one: you will get the URLs to give your IdP administrator.</Empty>}
       {!!items?.length && (
         <table>

@@ -9,7 +9,7 @@ import { Field, Select } from '../ui/form';
 import { useAction, useResource } from '../ui/use-resource';
 
 export function SmtpSettings({ project }: SectionProps) {
-  if (!project.features.includes('custom_smtp')) return <PlanLimit feature="custom_smtp" plan={project.plan} />;
+  if (!project.features.includes('custom_smtp')) return <PlanLimit feature="custom_smtp" plan={project.plan} projectRef={project.ref} />;
   return <SmtpForm refName={project.ref} plan={project.plan} />;
 }
 
@@ -57,7 +57,7 @@ function SmtpForm({ refName, plan }: { refName: string; plan: string }) {
   });
 
   if (current.loading && !current.data && !current.error) return <Loading what="Loading SMTP settings" />;
-  if (current.error && !notConfigured) return <Failure error={current.error} plan={plan} />;
+  if (current.error && !notConfigured) return <Failure error={current.error} plan={plan} projectRef={refName} />;
   return (
     <>
       <p class="lead">

@@ -49,7 +49,7 @@ export function Users({ project }: SectionProps) {
       {flash && <Notice kind="success">{flash}</Notice>}
       <ErrorNote error={change.error} title="Not changed" />
       {list.loading && !list.data && <Loading what="Loading users" />}
-      {list.error && <Failure error={list.error} plan={project.plan} />}
+      {list.error && <Failure error={list.error} plan={project.plan} projectRef={project.ref} />}
       {users?.length === 0 && <Empty>No users yet.</Empty>}
       {!!users?.length && (
         <table>

@@ -45,7 +45,7 @@ export function Webhooks({ project }: SectionProps) {
       {secret && <OneTimeSecret {...secret} onDone={() => setSecret(null)} />}
       {flash && <Notice kind="success">{flash}</Notice>}
       {list.loading && !list.data && <Loading what="Loading webhooks" />}
-      {list.error && <Failure error={list.error} plan={project.plan} />}
+      {list.error && <Failure error={list.error} plan={project.plan} projectRef={project.ref} />}
       {list.data?.length === 0 && <Empty>No webhooks yet. Create one to get a request for every insert, update or delete on a table.</Empty>}
       {!!list.data?.length && (
         <table>

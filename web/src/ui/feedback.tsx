@@ -20,7 +20,7 @@ const planFeature: Record<string, { name: string; plans: string }> = {
 };
 
 /** A plan limit is not an error the owner made: explain it instead of showing a broken form. */
-export function PlanLimit({ feature, plan, message }: { feature: 'sso' | 'custom_smtp'; plan?: string; message?: string }) {
+export function PlanLimit({ feature, plan, message, projectRef }: { feature: 'sso' | 'custom_smtp'; plan?: string; message?: string; projectRef?: string }) {
   const f = planFeature[feature];
   return (
     <section class="plan-limit" aria-labelledby="plan-limit-title">
@@ -28,7 +28,9 @@ export function PlanLimit({ feature, plan, message }: { feature: 'sso' | 'custom
       <p>{message ?? `It is included in the ${f.plans} plan.`}</p>
       <p>
         Plans are changed by the operator of this service, for example with{' '}
-        <code>npm run admin -- set-plan --ref &lt;ref&gt; --plan {feature === 'sso' ? 'enterprise' : 'pro'}</code>. Once the plan
+        <code>
+          npm run admin -- set-plan --ref {projectRef ?? '<ref>'} --plan {feature === 'sso' ? 'enterprise' : 'pro'}
+        </code>. Once the plan
         includes it, this page shows the settings.
       </p>
     </section>
@@ -45,10 +47,10 @@ export function ErrorNote({ error, title }: { error?: ApiFailure; title?: string
 }
 
 /** Shows an error, unless it is a plan limit, which gets its own explanation. */
-export function Failure({ error, plan }: { error: ApiFailure; plan?: string }) {
+export function Failure({ error, plan, projectRef }: { error: ApiFailure; plan?: string; projectRef?: string }) {
   if (error.code === 'feature_not_in_plan') {
     const feature = /smtp/i.test(error.message) ? 'custom_smtp' : 'sso';
-    return <PlanLimit feature={feature} plan={plan} message={error.message} />;
+    return <PlanLimit feature={feature} plan={plan} message={error.message} projectRef={projectRef} />;
   }
   return <ErrorNote error={error} title="Could not load this" />;
 }
