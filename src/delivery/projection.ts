@@ -98,7 +98,10 @@ export function fold(events: DeliveryEvent[]): { rows: Row[]; attempts: AttemptR
     const prev = rows.get(row.id);
     if (!prev || newer(row, prev)) rows.set(row.id, row);
   }
-  return { rows: [...rows.values()], attempts };
+  // One lock order for every writer (live projector, a rebuild running beside it): no deadlocks.
+  const byId = (x: { id?: string; delivery_id?: string }, y: { id?: string; delivery_id?: string }) =>
+    (x.id ?? x.delivery_id)! < (y.id ?? y.delivery_id)! ? -1 : 1;
+  return { rows: [...rows.values()].sort(byId), attempts: attempts.sort(byId) };
 }
 
 const ts = (col: string) => `case when ${col} is null then null else to_timestamp(${col} / 1000.0) end`;
