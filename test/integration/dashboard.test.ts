@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issueOwnerToken, revokeOwnerToken } from '../../src/management/projects.js';
 import { oidcCallbackUrl } from '../../src/sso/oidc/settings.js';
 import { eventually } from '../helpers/env.js';
 import { startOidcIdp, type OidcIdp } from '../helpers/oidc-idp.js';
@@ -82,6 +83,8 @@ describe('dashboard', () => {
     const html = await res.text();
     expect(html).toMatch(/<script type="module" crossorigin src="\.\/assets\/[\w-]+\.js"><\/script>/);
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    const paths = Object.keys((await svc.api(null, 'GET', '/openapi.json')).body.paths);
+    expect(paths.filter((p) => p.startsWith('/dashboard'))).toEqual([]);
     const bare = await fetch(`${svc.url}/dashboard`, { redirect: 'manual' });
     expect(bare.status).toBe(301);
     expect(bare.headers.get('location')).toBe('/dashboard/');
@@ -427,6 +430,18 @@ describe('dashboard', () => {
     await open(`/p/${owner.ref}/secrets`);
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     expect(await page.getByText('BILLING_TOKEN').count()).toBe(0);
+  });
+
+  it('returns to sign-in with a note when the token is revoked mid-session', async () => {
+    const { token } = await issueOwnerToken(svc.ctx, owner.ownerId, 'short-lived');
+    await page.goto(`${svc.url}/dashboard/`);
+    await page.getByLabel('Owner token').fill(token);
+    await page.keyboard.press('Enter');
+    await page.getByRole('link', { name: new RegExp(owner.ref) }).waitFor();
+    expect(await revokeOwnerToken(svc.ctx, token)).toBe(true);
+    await open(`/p/${owner.ref}/secrets`);
+    await page.getByText('Your token was refused').waitFor();
+    expect(await page.evaluate(() => JSON.stringify(sessionStorage))).not.toContain(token);
   });
 
   it('made no request outside the service and broke no CSP rule', () => {
