@@ -13,6 +13,63 @@ const STATUSES = ['pending', 'delivered', 'failed', 'dead'];
 const KINDS = ['webhook', 'http', 'email'];
 const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 
+const nullable = (type: string, extra: object = {}) => ({ type: [type, 'null'], ...extra });
+const stamp = nullable('string', { format: 'date-time' });
+const delivery = {
+  type: 'object',
+  properties: {
+    id: { type: 'string', format: 'uuid', description: 'the message id = webhook-id' },
+    kind: { type: 'string', enum: KINDS },
+    status: { type: 'string', enum: STATUSES },
+    target: { type: 'string', description: 'URL as written ({{secret:NAME}} kept) or the email recipient' },
+    method: nullable('string'),
+    webhook_id: nullable('string'),
+    run: { type: 'integer', description: 'attempt sequence; a manual retry starts the next run' },
+    attempts: { type: 'integer', description: 'attempts in the current run' },
+    total_attempts: { type: 'integer' },
+    last_http_status: nullable('integer'),
+    last_smtp_code: nullable('integer'),
+    last_error: nullable('string'),
+    next_attempt_at: stamp,
+    delivered_at: stamp,
+    created_at: { type: 'string', format: 'date-time', description: 'when the message was enqueued' },
+    updated_at: { type: 'string', format: 'date-time' },
+    callback: {
+      type: ['object', 'null'],
+      properties: { function: { type: 'string' }, status: nullable('string'), error: nullable('string'), attempts: { type: 'integer' } },
+    },
+  },
+} as const;
+const listResponse = {
+  type: 'object',
+  properties: { deliveries: { type: 'array', items: delivery }, next_cursor: nullable('string', { description: 'pass as cursor for the next page; null on the last' }) },
+} as const;
+const detailResponse = {
+  type: 'object',
+  properties: {
+    ...delivery.properties,
+    last_response_body: nullable('string', { description: 'truncated to RESPONSE_BODY_LIMIT bytes' }),
+    attempt_history: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          run: { type: 'integer' },
+          attempt: { type: 'integer' },
+          outcome: { type: 'string', enum: ['delivered', 'failed', 'dead'] },
+          http_status: nullable('integer'),
+          smtp_code: nullable('integer'),
+          error: nullable('string'),
+          response_body: nullable('string'),
+          duration_ms: nullable('integer'),
+          started_at: { type: 'string', format: 'date-time' },
+          finished_at: { type: 'string', format: 'date-time' },
+        },
+      },
+    },
+  },
+} as const;
+
 const COLUMNS = `id, kind, status, target, method, webhook_id, run, attempts, total_attempts, last_http_status, last_smtp_code, last_error,
   callback_function, callback_status, callback_error, callback_attempts, message_created_at, next_attempt_at, delivered_at, updated_at,
   to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at`;
@@ -51,7 +108,7 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
         description: 'Filter by status (pending, delivered, failed, dead) and kind (webhook, http, email); page with cursor = the previous next_cursor.',
         ...owner,
         params: refParams,
-        response: errorResponses,
+        response: { 200: listResponse, ...errorResponses },
         querystring: {
           type: 'object',
           additionalProperties: false,
@@ -93,7 +150,7 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
         tags: ['outbox'],
         summary: 'One outbox delivery with its attempt history',
         ...owner,
-        response: errorResponses,
+        response: { 200: detailResponse, ...errorResponses },
         params: {
           type: 'object',
           additionalProperties: false,
