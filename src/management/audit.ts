@@ -20,11 +20,18 @@ export type AuditAction =
   | 'smtp.put'
   | 'smtp.delete'
   | 'delivery.retry'
-  | 'outbox.replay';
+  | 'outbox.replay'
+  | 'sso_provider.create'
+  | 'sso_provider.update'
+  | 'sso_provider.refresh_metadata'
+  | 'sso_provider.delete'
+  | 'user.create'
+  | 'user.update'
+  | 'user.delete';
 
 export interface AuditEvent {
   action: AuditAction;
-  resourceType: 'project' | 'outbox' | 'webhook' | 'secret' | 'smtp_settings' | 'delivery';
+  resourceType: 'project' | 'outbox' | 'webhook' | 'secret' | 'smtp_settings' | 'delivery' | 'sso_provider' | 'user';
   resourceId?: string | null;
   details?: Record<string, unknown>;
 }

@@ -1,13 +1,16 @@
 // Management of SSO providers: /v1/projects/{ref}/auth/providers/sso[/{id}] and
 // /v1/projects/{ref}/auth/providers/{id}/test. Owner only; the project's plan must include sso.
+// Every change is one audit entry, written in the change's transaction (see provider-audit.ts).
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { withTransaction } from '../db/pool.js';
 import { ApiError } from '../errors.js';
+import { recordAudit } from '../management/audit.js';
 import { errorSchema, refParam } from '../management/owner-auth.js';
 import { attributeMappingSchema } from './attribute-mapping.js';
 import { normalizeDomain } from './domain-routing.js';
 import { guardedProject, ownerGuard } from './owner-guard.js';
+import { providerCreated, providerDeleted, providerUpdated } from './provider-audit.js';
 import { kindOf } from './kinds.js';
 import { deleteProvider, getProvider, insertProvider, listProviders, setDomains, updateProvider } from './provider-store.js';
 import type { ProviderInput, ProviderRow, SsoContext } from './types.js';
@@ -127,6 +130,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
           ...columns,
         });
         await setDomains(c, project.ref, id, domains);
+        await recordAudit(c, req, project.ref, providerCreated(id, b.kind, b, columns, domains));
       });
       req.log.info({ project: project.ref, provider: id, kind: b.kind }, 'sso provider created');
       return reply.code(201).send(presentProvider(ctx, await mustGet(ctx, project.ref, id)));
@@ -164,6 +168,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
       await withTransaction(ctx.db, async (c) => {
         await updateProvider(c, existing.id, { name: b.name, enabled: b.enabled, attribute_mapping: b.attribute_mapping, trust_email: b.trust_email, jit: b.jit, ...columns });
         if (domains) await setDomains(c, project.ref, existing.id, domains);
+        await recordAudit(c, req, project.ref, providerUpdated(existing, b, columns, domains));
       });
       req.log.info({ project: project.ref, provider: existing.id }, 'sso provider updated');
       return presentProvider(ctx, await mustGet(ctx, project.ref, existing.id));
@@ -176,7 +181,10 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
     async (req) => {
       const project = guardedProject(req);
       const existing = await mustGet(ctx, project.ref, req.params.id);
-      await deleteProvider(ctx.db, project.ref, existing.id);
+      await withTransaction(ctx.db, async (c) => {
+        // a concurrent delete got there first: nothing to record
+        if (await deleteProvider(c, project.ref, existing.id)) await recordAudit(c, req, project.ref, providerDeleted(existing));
+      });
       req.log.info({ project: project.ref, provider: existing.id }, 'sso provider deleted');
       return presentProvider(ctx, existing);
     },

@@ -1,11 +1,13 @@
 // The owner's view of a project's users: /v1/projects/{ref}/auth/users. Enough to run every rule of
 // SSO user resolution: create a user with a verified or unverified email (to test linking), ban and
 // unban (PATCH ban_duration), delete. Not gated on the sso plan, so an owner can still manage and
-// remove users after a downgrade.
+// remove users after a downgrade. Each change is an audit entry naming the user by id and email
+// domain only: the trail outlives a deleted user, so it keeps no address or metadata values.
 import type { FastifyInstance } from 'fastify';
 import { parseDuration } from '../config.js';
 import { withTransaction } from '../db/pool.js';
 import { ApiError } from '../errors.js';
+import { recordAudit } from '../management/audit.js';
 import { errorSchema, refParam } from '../management/owner-auth.js';
 import { emailDomain } from './domain-routing.js';
 import { guardedProject, ownerGuard } from './owner-guard.js';
@@ -98,12 +100,25 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
       if (!emailDomain(email) || !/^[^\s@]+@[^\s@]+$/.test(email)) throw new ApiError('validation_failed', 'body.email is not a valid email address.');
       let id: string;
       try {
-        const r = await ctx.db.query(
-          `insert into users (project_ref, email, email_confirmed_at, user_metadata, app_metadata)
-           values ($1, $2, case when $3 then now() end, $4, $5) returning id`,
-          [project.ref, email.toLowerCase(), email_confirm === true, user_metadata ?? {}, { provider: 'email', providers: [], ...app_metadata }],
-        );
-        id = r.rows[0].id;
+        id = await withTransaction(ctx.db, async (c) => {
+          const r = await c.query(
+            `insert into users (project_ref, email, email_confirmed_at, user_metadata, app_metadata)
+             values ($1, $2, case when $3 then now() end, $4, $5) returning id`,
+            [project.ref, email.toLowerCase(), email_confirm === true, user_metadata ?? {}, { provider: 'email', providers: [], ...app_metadata }],
+          );
+          await recordAudit(c, req, project.ref, {
+            action: 'user.create',
+            resourceType: 'user',
+            resourceId: r.rows[0].id,
+            details: {
+              email_domain: emailDomain(email),
+              email_confirmed: email_confirm === true,
+              user_metadata_keys: Object.keys(user_metadata ?? {}),
+              app_metadata_keys: Object.keys(app_metadata ?? {}),
+            },
+          });
+          return r.rows[0].id as string;
+        });
       } catch (e) {
         if ((e as { code?: string }).code === '23505') throw new ApiError('user_exists');
         throw e;
@@ -134,15 +149,19 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
       if (!user) throw new ApiError('user_not_found');
       const { ban_duration, email_confirm } = req.body;
       await withTransaction(ctx.db, async (c) => {
+        const details: Record<string, unknown> = { fields: Object.keys(req.body) };
         if (ban_duration !== undefined) {
           const until = banUntil(ban_duration);
           await c.query('update users set banned_until = $2, updated_at = now() where id = $1', [user.id, until]);
           // A ban ends the user's sessions at once, not when their access token expires.
-          if (until) await c.query('update sessions set revoked_at = now() where user_id = $1 and revoked_at is null', [user.id]);
+          const revoked = until ? await c.query('update sessions set revoked_at = now() where user_id = $1 and revoked_at is null', [user.id]) : null;
+          Object.assign(details, { ban: until ? 'set' : 'lifted', banned_until: until?.toISOString() ?? null, sessions_revoked: revoked?.rowCount ?? 0 });
         }
         if (email_confirm !== undefined) {
           await c.query('update users set email_confirmed_at = case when $2 then coalesce(email_confirmed_at, now()) end, updated_at = now() where id = $1', [user.id, email_confirm]);
+          details.email_confirmed = email_confirm;
         }
+        await recordAudit(c, req, project.ref, { action: 'user.update', resourceType: 'user', resourceId: user.id, details });
       });
       return ownerView((await loadUser(ctx.db, project.ref, user.id))!);
     },
@@ -153,8 +172,12 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
     { onRequest, schema: { ...common, summary: 'Delete a user, their identities and sessions', params: idParams } },
     async (req, reply) => {
       const project = guardedProject(req);
-      const r = await ctx.db.query('delete from users where project_ref = $1 and id = $2', [project.ref, isUuid(req.params.id) ? req.params.id : null]);
-      if (!r.rowCount) throw new ApiError('user_not_found');
+      await withTransaction(ctx.db, async (c) => {
+        const r = await c.query('delete from users where project_ref = $1 and id = $2 returning id, email', [project.ref, isUuid(req.params.id) ? req.params.id : null]);
+        if (!r.rowCount) throw new ApiError('user_not_found');
+        const { id, email } = r.rows[0];
+        await recordAudit(c, req, project.ref, { action: 'user.delete', resourceType: 'user', resourceId: id, details: { email_domain: email ? emailDomain(email) : null } });
+      });
       return reply.code(204).send();
     },
   );
