@@ -16,7 +16,8 @@ import { Receiver } from '../helpers/receiver.js';
 import { serveMetadata, TestIdp, testKeys } from '../helpers/saml-idp.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 
-const SHOTS = join(import.meta.dirname, '../../docs/screenshots');
+// UPDATE_SCREENSHOTS=1 refreshes the README's pictures; other runs (CI) keep theirs out of the tree.
+const SHOTS = process.env.UPDATE_SCREENSHOTS ? join(import.meta.dirname, '../../docs/screenshots') : join(tmpdir(), 'dashboard-screenshots');
 
 let svc: TestService;
 let browser: BrowserContext;
@@ -29,6 +30,7 @@ const offOrigin: string[] = [];
 const cspViolations: string[] = [];
 
 async function shot(name: string) {
+  mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
