@@ -59,7 +59,8 @@ export function sampleProcessTree(root: number, groups: Groups = {}, memory = tr
   if (!rootCpu) return null;
   let pssKb = 0;
   let cpuS = rootCpu.cpu;
-  const groupCpuS: Record<string, number> = Object.fromEntries(Object.keys(groups).map((g) => [g, 0]));
+  // per backend ("group#pid"): backends come and go, so only per-pid differences mean anything
+  const groupCpuS: Record<string, number> = {};
   for (const pid of [root, ...childrenOf(root)]) {
     if (memory) {
       const rollup = read(`/proc/${pid}/smaps_rollup`);
@@ -70,7 +71,7 @@ export function sampleProcessTree(root: number, groups: Groups = {}, memory = tr
     cpuS += c;
     const cmd = read(`/proc/${pid}/cmdline`) ?? '';
     const g = Object.entries(groups).find(([, words]) => words.every((w) => cmd.includes(w)));
-    if (g) groupCpuS[g[0]] += c;
+    if (g) groupCpuS[`${g[0]}#${pid}`] = c;
   }
   return { rssMb: pssKb / 1024, hwmMb: pssKb / 1024, cpuS, groupCpuS };
 }
@@ -172,7 +173,6 @@ export class ProcWatch {
         const s = sampleProcessTree(w.pid, w.groups, false);
         if (!s) continue;
         out[w.name] = s.cpuS;
-        // live backends only: they are the run's own long-lived connections, so differences hold
         for (const [g, c] of Object.entries(s.groupCpuS)) out[`${w.name}.${g}`] = c;
       } else {
         const s = sampleProcess(w.pid);
@@ -187,9 +187,18 @@ export class ProcWatch {
 export function cpuBetween(a: Record<string, number>, b: Record<string, number>, wallS: number): Record<string, number> {
   const out: Record<string, number> = {};
   for (const k of Object.keys(b)) {
+    const hash = k.indexOf('#');
+    if (hash > 0) {
+      // a backend: what it used since the first snapshot, or since it started (CPU of backends that
+      // ended during the phase is not seen, so groups are lower bounds)
+      const g = k.slice(0, hash);
+      out[g] = (out[g] ?? 0) + b[k] - (a[k] ?? 0);
+      continue;
+    }
     if (k === 'machine_total' || !(k in a)) continue;
-    out[k] = Math.round((b[k] - a[k]) * 100) / 100;
+    out[k] = b[k] - a[k];
   }
+  for (const k of Object.keys(out)) out[k] = Math.round(out[k] * 100) / 100;
   // share of all cores that were busy during the phase (1.0 = every core busy the whole time)
   // CPU of everything else on the machine (other users' processes); postgres, kafka and connect
   // above are shared too, so they include other users' work on them

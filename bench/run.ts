@@ -75,8 +75,10 @@ async function main() {
   log(`${quick ? 'quick' : 'full'} run: ${messages} messages per phase, warm-up ${settings.warmup}, ${generatorClients} generator clients, dispatcher/baseline concurrency ${settings.dispatchConcurrency}; results in ${path.relative(repoRoot, outDir)}`);
   const stack = await resolveStack(log);
   await receipts.start();
-  const profile = env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : [];
-  service = new BenchService(stack, path.join(outDir, 'service.log'), { DISPATCH_CONCURRENCY: String(settings.dispatchConcurrency) }, profile);
+  const nodeFlags = env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : [];
+  // e.g. --max-old-space-size=128, to tell V8 heap growth from retained memory
+  nodeFlags.push(...(env.BENCH_SERVICE_NODE_FLAGS ?? '').split(' ').filter(Boolean));
+  service = new BenchService(stack, path.join(outDir, 'service.log'), { DISPATCH_CONCURRENCY: String(settings.dispatchConcurrency) }, nodeFlags);
   await service.start();
   const project = await service.createProject();
   log(`service pid ${service.child!.pid} on ${service.url}, project ${project.ref}`);
