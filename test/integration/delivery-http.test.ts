@@ -81,6 +81,28 @@ describe('delivery of base.http_request', () => {
     expect(got[0].headers['content-type']).toBe('application/json');
   });
 
+  it('does not send again a message replayed onto the topic after its outcome was recorded', async () => {
+    const id = await enqueue('POST', `${receiver.url}/replayed`, { body: { n: 1 } });
+    expect((await final(id)).status).toBe('delivered');
+    // what Debezium does after a connector restart: the same record again, at a new offset
+    const [record] = (await readTopic(svc, svc.ctx.topics.outbox)).filter((m) => m.headers?.id?.toString() === id);
+    await svc.ctx.producer.send({ topic: svc.ctx.topics.outbox, messages: [{ key: record.key, value: record.value, headers: record.headers }] });
+    // a message produced after the replay is delivered, so the dispatcher has passed the replay
+    const later = await enqueue('POST', `${receiver.url}/after-replay`);
+    await final(later);
+    await eventually(async () => {
+      const r = await svc.ctx.kafka.admin();
+      await r.connect();
+      const [c] = await r.fetchOffsets({ groupId: `${svc.cfg.TOPIC_PREFIX}.dispatcher`, topics: [svc.ctx.topics.outbox] });
+      const ends = await r.fetchTopicOffsets(svc.ctx.topics.outbox);
+      await r.disconnect();
+      // an empty partition has no commit (-1) and a high watermark of 0
+      return ends.every((e) => Math.max(0, Number(c.partitions.find((p) => p.partition === e.partition)?.offset ?? -1)) === Number(e.high));
+    }, 30_000, 'the dispatcher to commit past the replayed record');
+    expect(receiver.to('/replayed')).toHaveLength(1);
+    expect((await api(`/${id}`)).body).toMatchObject({ status: 'delivered', attempts: 1, total_attempts: 1 });
+  });
+
   it('sends nothing for a rolled-back transaction', async () => {
     await db.query('begin');
     const rolledBack = await enqueue('GET', `${receiver.url}/rolled-back`);
