@@ -11,7 +11,7 @@ import pg from 'pg';
 import { Kafka, logLevel } from 'kafkajs';
 import { loadConfig, repoRoot } from '../src/config.js';
 import { stackUp } from '../src/stack/local-stack.js';
-import { ConnectClient } from '../src/outbox/connector.js';
+import { ConnectClient, connectorName, slotName } from '../src/outbox/connector.js';
 import { disableOutbox } from '../src/outbox/enable.js';
 import { topicNames } from '../src/kafka/topics.js';
 
@@ -47,8 +47,8 @@ export const dbUrl = (stack: Stack, name: string) => {
   return u.toString();
 };
 
-async function adminQuery(stack: Stack, sql: string) {
-  const c = new pg.Client({ connectionString: stack.adminDatabaseUrl });
+async function adminQuery(stack: Stack, sql: string, url = stack.adminDatabaseUrl) {
+  const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
     await c.query(sql);
@@ -155,6 +155,19 @@ export class BenchService {
     return { status: res.status, body: text ? JSON.parse(text) : null };
   }
 
+  /**
+   * For experiments only: merges settings (e.g. {"poll.interval.ms": "10"}) into this project's
+   * Debezium connector through Connect's REST API and waits for it to run again.
+   */
+  async overrideConnector(overrides: Record<string, string>): Promise<void> {
+    const name = connectorName(this.project!.ref, this.topicPrefix);
+    const res = await fetch(`${this.stack.connectUrl}/connectors/${encodeURIComponent(name)}/config`);
+    if (!res.ok) throw new Error(`reading connector ${name} answered ${res.status}`);
+    const connect = new ConnectClient(this.stack.connectUrl);
+    await connect.upsert(name, { ...((await res.json()) as Record<string, string>), ...overrides });
+    await connect.waitRunning(name);
+  }
+
   /** SIGTERM and wait for a clean exit (the service finishes in-flight work within 30 s). */
   async stop(): Promise<number | null> {
     const child = this.child;
@@ -182,10 +195,20 @@ export class BenchService {
     if (this.project) {
       const p = this.project;
       const topics = topicNames(this.topicPrefix, []);
-      await step('removing the connector and its slot', () =>
-        disableOutbox({ connect: new ConnectClient(this.stack.connectUrl), topicPrefix: this.topicPrefix, outboxTopic: topics.outbox }, p.ref, p.databaseUrl),
-      );
+      const env = { connect: new ConnectClient(this.stack.connectUrl), topicPrefix: this.topicPrefix, outboxTopic: topics.outbox };
+      // Connect is shared and sometimes restarting: give it two minutes before giving up on it
+      await step('removing the connector and its slot', async () => {
+        for (let i = 0; !(await env.connect.health()) && i < 60; i++) await sleep(2000);
+        await disableOutbox(env, p.ref, p.databaseUrl);
+      });
       const name = new URL(p.databaseUrl).pathname.slice(1);
+      // without Connect the slot may still be there, and a database with a slot cannot be dropped
+      // (a logical slot is dropped from its own database)
+      const slot = pg.escapeLiteral(slotName(p.ref, this.topicPrefix));
+      await step('dropping a leftover replication slot', async () => {
+        await adminQuery(this.stack, `select pg_terminate_backend(active_pid) from pg_replication_slots where slot_name = ${slot} and active_pid is not null`);
+        await adminQuery(this.stack, `select pg_drop_replication_slot(slot_name) from pg_replication_slots where slot_name = ${slot}`, p.databaseUrl);
+      });
       await step(`dropping ${name}`, () => adminQuery(this.stack, `drop database if exists ${pg.escapeIdentifier(name)} with (force)`));
     }
     await step(`dropping ${this.controlDb}`, () => adminQuery(this.stack, `drop database if exists ${this.controlDb} with (force)`));

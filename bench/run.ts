@@ -107,6 +107,12 @@ async function main() {
   await db.end();
   log(`webhooks: ${hooked ?? 'none'}, ${hang ?? 'none'}; triggers on ${triggers.rows.map((r) => r.t).join(', ') || 'no table'}`);
 
+  if (env.BENCH_CONNECTOR_OVERRIDES && hooked) {
+    const overrides = JSON.parse(env.BENCH_CONNECTOR_OVERRIDES) as Record<string, string>;
+    await service.overrideConnector(overrides);
+    log(`connector overridden for this run: ${JSON.stringify(overrides)}`);
+  }
+
   gen = new LoadGenerator(project.databaseUrl, generatorClients, Number(env.BENCH_NOTE_BYTES ?? 120));
   await gen.open();
   const ctx: PhaseCtx = { s: settings, gen, receipts, watch, databaseUrl: project.databaseUrl, log };
@@ -173,7 +179,7 @@ async function main() {
     ...figures,
     targets_met: met,
     mode: quick ? 'quick' : 'full',
-    settings: { ...settings, generatorClients, baselineConcurrency, baselinePool },
+    settings: { ...settings, generatorClients, baselineConcurrency, baselinePool, connectorOverrides: env.BENCH_CONNECTOR_OVERRIDES ?? null },
     memory: {
       baseline_worker_peak_rss_mb: watch.peakMb('baseline_worker', true),
       receiver_peak_rss_mb: watch.peakMb('receiver', true),
