@@ -95,15 +95,21 @@ describe('email through the outbox', () => {
     expect(smtp.received.some((m) => m.envelopeTo.includes('rolled.back@example.com'))).toBe(false);
   });
 
-  // The channel's part of "451 → retry → delivered": the attempt is failed with the server's reply,
-  // so the retry ladder (issue 5) takes it; the retry itself is the ladder's to test.
-  it('records a 451 as a failed attempt with the server reply', async () => {
+  // 451 → failed → the retry ladder (delays scaled down by RETRY_TIME_SCALE) → delivered.
+  it('retries a 451 on the ladder and then delivers', async () => {
     smtp.reject({ at: 'rcpt', code: 451, message: 'greylisted, try again', times: 1 });
     const id = await sendEmail('grey@example.com', 'Greylisted');
-    const first = await eventually(async () => (await delivery(id))?.attempt_history?.[0], 90_000, 'the first attempt');
+    const d = await eventually(async () => {
+      const x = await delivery(id);
+      return x?.status === 'delivered' ? x : null;
+    }, 90_000, 'the delivery after its retry');
+    expect(d.total_attempts).toBe(2);
+    const [first, second] = d.attempt_history;
     expect(first).toMatchObject({ outcome: 'failed', smtp_code: 451 });
     expect(first.error).toContain('451 greylisted, try again');
     expect(first.response_body).toContain('451 greylisted, try again');
+    expect(second).toMatchObject({ outcome: 'delivered' });
+    expect(smtp.received.filter((m) => m.envelopeTo.includes('grey@example.com'))).toHaveLength(1);
   });
 
   it('makes a 550 dead at once, without retrying', async () => {
