@@ -26,7 +26,12 @@ describe('delivery of base.http_request', () => {
 
   beforeAll(async () => {
     await receiver.start('127.0.0.2');
-    svc = await startService({ roles: ['api'], env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32', DISPATCH_CONCURRENCY: '16' } });
+    // One attempt per message is what this file looks at: retries are parked 6 h away (the ladder
+    // has its own tests), so failed deliveries stay as their first attempt left them.
+    svc = await startService({
+      roles: ['api'],
+      env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32', DISPATCH_CONCURRENCY: '16', RETRY_DELAYS: '6h,6h,6h,6h,6h,6h,6h' },
+    });
     // The workers log into memory at debug level, so the test can look for leaked secrets.
     const log = pino({ level: 'debug' }, new Writable({ write: (chunk, _e, cb) => (logs.push(String(chunk)), cb()) }));
     workers = await startWorkers({ ...svc.ctx, log }, ['dispatcher', 'projector']);
