@@ -6,7 +6,7 @@
 // (a part whose pid is alive and healthy is reused) and `down` stops exactly what `up` started.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, chownSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, chownSync, statSync } from 'node:fs';
 import path from 'node:path';
 import net from 'node:net';
 import type { Config } from '../config.js';
@@ -398,14 +398,49 @@ export async function connectReady(url: string): Promise<boolean> {
 
 // ---------- commands ----------
 
+/**
+ * One `up`/`down` at a time per STACK_DIR: test runs, `npm start` and `npm run stack` may all try to
+ * bring the stack up at once, and two brokers racing for one port would leave a pid file pointing
+ * at the loser. A lock file holding our pid serialises them; a lock whose holder died is taken over.
+ */
+async function withStackLock<T>(cfg: Config, fn: () => Promise<T>): Promise<T> {
+  const run = dirs(cfg).run;
+  mkdirSync(run, { recursive: true });
+  const lock = path.join(run, 'stack.lock');
+  const deadline = Date.now() + 5 * 60_000;
+  for (;;) {
+    try {
+      const fd = openSync(lock, 'wx');
+      writeFileSync(fd, String(process.pid));
+      closeSync(fd);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const holder = Number(readFileSync(lock, 'utf8').trim() || 0);
+      if (!holder || !alive(holder)) {
+        rmSync(lock, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`another process (pid ${holder}) has held ${lock} for 5 minutes`);
+      await sleep(300);
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
 export async function stackUp(cfg: Config, log: Log = console.log): Promise<StackEndpoints> {
-  mkdirSync(dirs(cfg).run, { recursive: true });
   requireJava();
-  ensureJars(cfg, log);
-  // Postgres and the broker start side by side; Connect needs the broker.
-  await Promise.all([pgUp(cfg, log), kafkaUp(cfg, log)]);
-  await connectUp(cfg, log);
-  return localEndpoints(cfg);
+  return withStackLock(cfg, async () => {
+    ensureJars(cfg, log);
+    // Postgres and the broker start side by side; Connect needs the broker.
+    await Promise.all([pgUp(cfg, log), kafkaUp(cfg, log)]);
+    await connectUp(cfg, log);
+    return localEndpoints(cfg);
+  });
 }
 
 export async function stackStatus(cfg: Config): Promise<PartStatus[]> {
@@ -440,6 +475,10 @@ async function stopPid(pid: number, name: string, log: Log, graceMs: number) {
 }
 
 export async function stackDown(cfg: Config, log: Log = console.log): Promise<void> {
+  await withStackLock(cfg, () => stopAll(cfg, log));
+}
+
+async function stopAll(cfg: Config, log: Log): Promise<void> {
   // Reverse order: Connect first (it commits its offsets to the broker), then the broker, then Postgres.
   for (const part of ['connect', 'kafka', 'postgres'] as PartName[]) {
     const pid = readPid(cfg, part);
@@ -452,8 +491,11 @@ export async function stackDown(cfg: Config, log: Log = console.log): Promise<vo
 }
 
 export async function stackReset(cfg: Config, log: Log = console.log): Promise<void> {
-  await stackDown(cfg, log);
   const d = dirs(cfg);
-  for (const p of [path.join(d.root, 'pg'), path.join(d.root, 'kafka'), path.join(d.root, 'connect'), d.logs, d.run]) rmSync(p, { recursive: true, force: true });
+  await withStackLock(cfg, async () => {
+    await stopAll(cfg, log);
+    for (const p of [path.join(d.root, 'pg'), path.join(d.root, 'kafka'), path.join(d.root, 'connect'), d.logs]) rmSync(p, { recursive: true, force: true });
+  });
+  rmSync(d.run, { recursive: true, force: true });
   log(`state wiped under ${d.root} (downloaded jars kept)`);
 }
