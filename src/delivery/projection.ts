@@ -1,9 +1,17 @@
 // The deliveries projection: folds delivery events into `deliveries` and `delivery_attempts`.
 // Replay-safe and order-tolerant, so the live projector, a replay after a crash and a full rebuild
 // all converge on the same rows:
-//   - an attempt row is keyed (delivery, run, attempt) and written once;
-//   - a delivery row only moves forward in (run, attempts): DeliveryQueued is (run, 0) and
-//     DeliveryAttempted is (run, attempt), so a stale or replayed event never overwrites newer state;
+//   - a delivery row only moves forward in (run, final, attempt); DeliveryQueued is (run, pending, 0).
+//     Within a run a final outcome (delivered, dead) is terminal: the same attempt made twice (two
+//     processes holding it across a rebalance or a broker restart) can publish a `failed` copy,
+//     whose retries go on, beside the final one, in either order; neither that copy nor a later
+//     attempt of its retries reopens the run. Between finals of one run, delivered beats dead (the
+//     receiver has the message), then the earliest attempt, then the earliest finish;
+//   - an attempt row is keyed (delivery, run, attempt): of two copies of one attempt it keeps the
+//     stronger outcome (delivered > dead > failed, then the earlier finish), so the history shows
+//     one outcome per attempt and agrees with the row;
+//   - both orders are total and depend only on the events, so every order of applying them (live,
+//     replayed, duplicated, a rebuild beside the live projector) ends in the same rows;
 //   - every timestamp comes from the event, never from now(), so a rebuild is identical.
 // created_at of a delivery is the message's first enqueue time: the listing's "newest first".
 import type { Pool, PoolClient } from '../db/pool.js';
@@ -45,11 +53,34 @@ interface AttemptRow {
   finished_at: number;
 }
 
-const newer = (a: Row, b: Row) => a.run > b.run || (a.run === b.run && a.attempts >= b.attempts);
+const isFinal = (status: string) => status === 'delivered' || status === 'dead';
+
+/** Where a delivery row stands in its forward-only order; `positionSql` is the same in SQL. */
+function position(r: Pick<Row, 'run' | 'status' | 'attempts' | 'updated_at'>): number[] {
+  const final = isFinal(r.status);
+  const sign = final ? -1 : 1; // a final: the earliest; before it: the latest
+  return [r.run, Number(final), Number(r.status === 'delivered'), sign * r.attempts, sign * r.updated_at];
+}
+
+const positionSql = (t: string) => {
+  const final = `(${t}.status in ('delivered', 'dead'))`;
+  const sign = `(case when ${final} then -1 else 1 end)`;
+  return `(${t}.run, ${final}, ${t}.status = 'delivered', ${sign} * ${t}.attempts, ${sign} * extract(epoch from ${t}.updated_at))`;
+};
+
+const outcomeRank = (outcome: string) => (outcome === 'delivered' ? 2 : outcome === 'dead' ? 1 : 0);
+const attemptPosition = (a: AttemptRow) => [outcomeRank(a.outcome), -a.finished_at];
+const attemptPositionSql = (t: string) =>
+  `(case ${t}.outcome when 'delivered' then 2 when 'dead' then 1 else 0 end, -extract(epoch from ${t}.finished_at))`;
+
+function compare(a: number[], b: number[]): number {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
+  return 0;
+}
 
 export function fold(events: DeliveryEvent[]): { rows: Row[]; attempts: AttemptRow[] } {
   const rows = new Map<string, Row>();
-  const attempts: AttemptRow[] = [];
+  const attempts = new Map<string, AttemptRow>();
   for (const ev of events) {
     if (ev.type === 'CallbackInvoked') continue; // callback-projection.ts
     const d = ev.data;
@@ -81,7 +112,7 @@ export function fold(events: DeliveryEvent[]): { rows: Row[]; attempts: AttemptR
         delivered_at: a.outcome === 'delivered' ? a.finished_at : null,
         updated_at: a.finished_at,
       };
-      attempts.push({
+      const attempt: AttemptRow = {
         delivery_id: a.message_id,
         run: a.run,
         attempt: a.attempt,
@@ -93,15 +124,19 @@ export function fold(events: DeliveryEvent[]): { rows: Row[]; attempts: AttemptR
         duration_ms: a.duration_ms,
         started_at: a.started_at,
         finished_at: a.finished_at,
-      });
+      };
+      const key = `${a.message_id}:${a.run}:${a.attempt}`;
+      const prevAttempt = attempts.get(key);
+      if (!prevAttempt || compare(attemptPosition(attempt), attemptPosition(prevAttempt)) > 0) attempts.set(key, attempt);
     }
     const prev = rows.get(row.id);
-    if (!prev || newer(row, prev)) rows.set(row.id, row);
+    if (!prev || compare(position(row), position(prev)) > 0) rows.set(row.id, row);
   }
   // One lock order for every writer (live projector, a rebuild running beside it): no deadlocks.
   const byId = (x: { id?: string; delivery_id?: string }, y: { id?: string; delivery_id?: string }) =>
     (x.id ?? x.delivery_id)! < (y.id ?? y.delivery_id)! ? -1 : 1;
-  return { rows: [...rows.values()].sort(byId), attempts: attempts.sort(byId) };
+  const byKey = (x: AttemptRow, y: AttemptRow) => (x.delivery_id !== y.delivery_id ? byId(x, y) : x.run - y.run || x.attempt - y.attempt);
+  return { rows: [...rows.values()].sort(byId), attempts: [...attempts.values()].sort(byKey) };
 }
 
 const ts = (col: string) => `case when ${col} is null then null else to_timestamp(${col} / 1000.0) end`;
@@ -116,11 +151,15 @@ export async function applyEvents(db: Pool | PoolClient, events: DeliveryEvent[]
     await client.query('begin');
     if (attempts.length > 0) {
       await client.query(
-        `insert into delivery_attempts (delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, started_at, finished_at)
+        `insert into delivery_attempts as a (delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, started_at, finished_at)
          select delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, ${ts('started_at')}, ${ts('finished_at')}
            from jsonb_to_recordset($1::jsonb) as x(delivery_id uuid, run int, attempt int, outcome text, http_status int, smtp_code int, error text,
                                                   response_body text, duration_ms int, started_at bigint, finished_at bigint)
-         on conflict do nothing`,
+         on conflict (delivery_id, run, attempt) do update set
+           outcome = excluded.outcome, http_status = excluded.http_status, smtp_code = excluded.smtp_code, error = excluded.error,
+           response_body = excluded.response_body, duration_ms = excluded.duration_ms, started_at = excluded.started_at,
+           finished_at = excluded.finished_at
+         where ${attemptPositionSql('a')} < ${attemptPositionSql('excluded')}`,
         [JSON.stringify(attempts)],
       );
     }
@@ -150,7 +189,7 @@ export async function applyEvents(db: Pool | PoolClient, events: DeliveryEvent[]
          next_attempt_at = excluded.next_attempt_at,
          delivered_at = coalesce(excluded.delivered_at, d.delivered_at),
          updated_at = excluded.updated_at
-       where (d.run, d.attempts) <= (excluded.run, excluded.attempts)`,
+       where ${positionSql('d')} < ${positionSql('excluded')}`,
       [JSON.stringify(rows)],
     );
     await client.query(

@@ -3,10 +3,10 @@ import { decodeEvent, encodeEvent, type DeliveryAttempted, type DeliveryEvent } 
 import { fold } from '../../../src/delivery/projection.js';
 
 const common = { message_id: '0b9f1a4e-6a1e-4c59-9a7f-3a8d2f0c1e55', project: 'p', kind: 'http', run: 1, webhook_id: null, target: 'https://x/{{secret:A}}', method: 'POST', callback_function: null, message_created_at: 1_700_000_000_123_456 };
-const attempted = (attempt: number, outcome: DeliveryAttempted['outcome']): DeliveryEvent => ({
+const attempted = (attempt: number, outcome: DeliveryAttempted['outcome'], finishedAt = 2 + attempt, run = 1): DeliveryEvent => ({
   type: 'DeliveryAttempted',
   version: 1,
-  data: { ...common, attempt, outcome, status: outcome, final: outcome !== 'failed', http_status: 500, smtp_code: null, error: 'HTTP 500', response_body: null, retry_after_ms: null, next_attempt_at: null, started_at: 1, finished_at: 2 + attempt, duration_ms: 1 },
+  data: { ...common, run, attempt, outcome, status: outcome, final: outcome !== 'failed', http_status: outcome === 'delivered' ? 200 : 503, smtp_code: null, error: outcome === 'delivered' ? null : 'HTTP 503', response_body: null, retry_after_ms: null, next_attempt_at: null, started_at: 1, finished_at: finishedAt, duration_ms: 1 },
 });
 const queued: DeliveryEvent = { type: 'DeliveryQueued', version: 1, data: { ...common, queued_at: 1 } };
 
@@ -29,5 +29,67 @@ describe('fold', () => {
     expect(a.rows[0]).toMatchObject({ attempts: 2, status: 'delivered' });
     expect(a.attempts.map((x) => x.attempt).sort()).toEqual([1, 2]);
     expect(fold([queued]).rows[0]).toMatchObject({ attempts: 0, status: 'pending' });
+  });
+});
+
+function permutations<T>(xs: T[]): T[][] {
+  if (xs.length <= 1) return [xs];
+  return xs.flatMap((x, i) => permutations([...xs.slice(0, i), ...xs.slice(i + 1)]).map((rest) => [x, ...rest]));
+}
+
+/** The folded state for every order of `events` (the upsert's side: test/integration/delivery-projection.test.ts). */
+const everyOrder = (events: DeliveryEvent[]) => permutations(events).map((order) => fold(order));
+
+describe('fold: one attempt made twice, and the state only moving forward', () => {
+  it('a final outcome of an attempt is never overwritten by a failed copy of the same attempt, in any order', () => {
+    for (const s of everyOrder([queued, attempted(1, 'failed', 10), attempted(1, 'delivered', 11)])) {
+      expect(s.rows).toHaveLength(1);
+      expect(s.rows[0]).toMatchObject({ run: 1, attempts: 1, status: 'delivered', delivered_at: 11 });
+      // the history shows one outcome for the attempt, the one the row shows
+      expect(s.attempts).toEqual([expect.objectContaining({ attempt: 1, outcome: 'delivered', finished_at: 11 })]);
+    }
+    for (const s of everyOrder([attempted(2, 'dead', 20), attempted(2, 'failed', 19)])) {
+      expect(s.rows[0]).toMatchObject({ attempts: 2, status: 'dead' });
+      expect(s.attempts).toEqual([expect.objectContaining({ attempt: 2, outcome: 'dead' })]);
+    }
+  });
+
+  it('attempts that follow the failed copy do not reopen a run that ended', () => {
+    // attempt 2 delivered; its failed copy went up the ladder and attempt 3 failed, attempt 4 ended dead
+    const events = [attempted(2, 'delivered', 20), attempted(2, 'failed', 21), attempted(3, 'failed', 30), attempted(4, 'dead', 40)];
+    for (const s of everyOrder(events)) {
+      expect(s.rows[0]).toMatchObject({ attempts: 2, status: 'delivered', delivered_at: 20 });
+      expect(s.attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+        [2, 'delivered'],
+        [3, 'failed'],
+        [4, 'dead'],
+      ]);
+    }
+  });
+
+  it('between two finals of one run: delivered, then the earliest attempt, then the earliest finish', () => {
+    for (const s of everyOrder([attempted(3, 'dead', 30), attempted(5, 'delivered', 50), attempted(4, 'delivered', 45)])) {
+      expect(s.rows[0]).toMatchObject({ attempts: 4, status: 'delivered', delivered_at: 45 });
+    }
+    for (const s of everyOrder([attempted(1, 'delivered', 12), attempted(1, 'delivered', 11)])) {
+      expect(s.rows[0]).toMatchObject({ status: 'delivered', updated_at: 11 });
+      expect(s.attempts).toEqual([expect.objectContaining({ finished_at: 11 })]);
+    }
+  });
+
+  it('a new run (manual retry) moves past the final outcome of the previous one, and only forward', () => {
+    const retried: DeliveryEvent = { type: 'DeliveryQueued', version: 1, data: { ...common, run: 2, queued_at: 100 } };
+    for (const s of everyOrder([attempted(8, 'dead', 80), retried, attempted(1, 'failed', 60)])) {
+      expect(s.rows[0]).toMatchObject({ run: 2, attempts: 0, status: 'pending' });
+    }
+    for (const s of everyOrder([attempted(8, 'dead', 80), retried, attempted(1, 'failed', 110, 2)])) {
+      expect(s.rows[0]).toMatchObject({ run: 2, attempts: 1, status: 'failed' });
+    }
+  });
+
+  it('a failed attempt moves a pending row on, and a later failed attempt moves it further', () => {
+    for (const s of everyOrder([queued, attempted(1, 'failed', 10), attempted(2, 'failed', 20)])) {
+      expect(s.rows[0]).toMatchObject({ attempts: 2, status: 'failed', updated_at: 20 });
+    }
   });
 });
