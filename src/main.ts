@@ -26,7 +26,11 @@ async function main() {
 
   // before the workers, so mail queued while we were down finds the sink listening
   const mailSink = await startDevMailSink(ctx);
-  const workers: Worker[] = await startWorkers(ctx, cfg.ROLES);
+  // a consumer crashed for good leaves the process alive but idle: exit, so the supervisor restarts it
+  const workers: Worker[] = await startWorkers(ctx, cfg.ROLES, (err, worker) => {
+    log.fatal({ err, worker }, 'consumer crashed and will not restart; exiting');
+    process.exit(1);
+  });
   const app = cfg.ROLES.includes('api') ? await buildServer({ logger: log, publicUrl: cfg.publicUrl }) : null;
   if (app) {
     await registerRoutes(app, ctx);

@@ -12,6 +12,7 @@
 // the lease runs out.
 import type { AppContext } from '../context.js';
 import { callCallback, type CallbackPayload } from './callback-call.js';
+import { logFatal, reportCrashes, type OnFatal } from './fatal.js';
 import { decodeEvent, encodeEvent, type CallbackInvoked, type DeliveryAttempted } from './events.js';
 import { subscribeAll } from './offsets.js';
 import type { Worker } from './workers.js';
@@ -126,10 +127,17 @@ export class CallbackRunner {
 }
 
 /** The consumer that turns final events into callback work, and the runner that does it. */
-export async function startCallbacks(ctx: AppContext): Promise<Worker> {
+export async function startCallbacks(ctx: AppContext, onFatal: OnFatal = logFatal(ctx)): Promise<Worker> {
   const log = ctx.log.child({ component: 'callbacks' });
   const runner = new CallbackRunner(ctx);
-  const consumer = ctx.kafka.consumer({ groupId: callbacksGroup(ctx), allowAutoTopicCreation: false, maxWaitTimeInMs: 500 });
+  const consumer = ctx.kafka.consumer({
+    groupId: callbacksGroup(ctx),
+    allowAutoTopicCreation: false,
+    sessionTimeout: ctx.cfg.DISPATCH_SESSION_TIMEOUT,
+    heartbeatInterval: Math.min(3_000, Math.floor(ctx.cfg.DISPATCH_SESSION_TIMEOUT / 3)),
+    maxWaitTimeInMs: 500,
+  });
+  reportCrashes(consumer, 'callbacks', onFatal);
   await consumer.connect();
   await subscribeAll(consumer, [ctx.topics.events]);
   await consumer.run({

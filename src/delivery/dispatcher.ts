@@ -12,6 +12,7 @@
 // retry topics with a `gate` that pauses a partition until its head record is due.
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { AppContext } from '../context.js';
+import { logFatal, reportCrashes, type OnFatal } from './fatal.js';
 import { attemptKey, decodeMessage, MalformedMessageError, type OutboxMessage } from './message.js';
 import { Limiter, PartitionTracker, RecentKeys, subscribeAll } from './offsets.js';
 import type { AttemptPipeline } from './pipeline.js';
@@ -33,6 +34,8 @@ export interface DispatchConsumerOptions {
    * (retry-gate.ts), and the record, left unresolved, is fetched again on resume.
    */
   gate?: (consumer: Consumer, topic: string, partition: number, msg: OutboxMessage) => boolean;
+  /** the consumer crashed for good (fatal.ts) */
+  onFatal?: OnFatal;
 }
 
 export async function startDispatchConsumer(opts: DispatchConsumerOptions): Promise<Worker> {
@@ -137,6 +140,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
     await heartbeat().catch(() => {});
   }
 
+  reportCrashes(consumer, opts.name, opts.onFatal ?? logFatal(ctx));
   await consumer.connect();
   await subscribeAll(consumer, opts.topics);
   await consumer.run({
@@ -153,7 +157,11 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
     async stop() {
       if (stopping) return;
       stopping = true;
-      consumer.pause(opts.topics.map((topic) => ({ topic })));
+      try {
+        consumer.pause(opts.topics.map((topic) => ({ topic })));
+      } catch {
+        // crashed (between restarts, or for good): nothing is being fetched to pause
+      }
       const drained = await Promise.race([limiter.idle().then(() => true), sleep(opts.drainTimeoutMs ?? 25_000).then(() => false)]);
       if (!drained) log.warn({ inflight: limiter.active }, 'stopping with attempts still in flight; they will be made again by the next owner');
       clearInterval(timer);

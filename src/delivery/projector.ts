@@ -4,6 +4,7 @@
 // the transaction, so a crash replays a batch into the idempotent projection (projection.ts).
 import type { AppContext } from '../context.js';
 import { decodeEvent, type DeliveryEvent } from './events.js';
+import { logFatal, reportCrashes, type OnFatal } from './fatal.js';
 import { subscribeAll } from './offsets.js';
 import { applyEvents } from './projection.js';
 import type { Worker } from './workers.js';
@@ -23,9 +24,10 @@ function decodeAll(ctx: Pick<AppContext, 'log'>, messages: { headers?: import('k
   return out;
 }
 
-export async function startProjector(ctx: AppContext): Promise<Worker> {
+export async function startProjector(ctx: AppContext, onFatal: OnFatal = logFatal(ctx)): Promise<Worker> {
   const log = ctx.log.child({ component: 'projector' });
   const consumer = ctx.kafka.consumer({ groupId: projectorGroup(ctx), allowAutoTopicCreation: false, maxWaitTimeInMs: 200 });
+  reportCrashes(consumer, 'projector', onFatal);
   await consumer.connect();
   await subscribeAll(consumer, [ctx.topics.events]);
   await consumer.run({

@@ -6,13 +6,14 @@
 import type { AppContext } from '../context.js';
 import { startCallbacks } from './callbacks.js';
 import { startDispatchConsumer } from './dispatcher.js';
+import type { OnFatal } from './fatal.js';
 import type { AttemptPipeline } from './pipeline.js';
 import { DueGate } from './retry-gate.js';
 import type { Worker } from './workers.js';
 
 export const retryGroup = (ctx: Pick<AppContext, 'cfg'>) => `${ctx.cfg.TOPIC_PREFIX}.retry`;
 
-export async function startRetryConsumer(ctx: AppContext, pipeline: AttemptPipeline): Promise<Worker> {
+export async function startRetryConsumer(ctx: AppContext, pipeline: AttemptPipeline, onFatal?: OnFatal): Promise<Worker> {
   const gate = new DueGate();
   const consumer = await startDispatchConsumer({
     ctx,
@@ -23,6 +24,7 @@ export async function startRetryConsumer(ctx: AppContext, pipeline: AttemptPipel
     concurrency: ctx.cfg.DISPATCH_CONCURRENCY,
     commitIntervalMs: ctx.cfg.DISPATCH_COMMIT_INTERVAL,
     gate: gate.hold,
+    onFatal,
   });
   return {
     name: 'retry-dispatcher',
@@ -34,6 +36,6 @@ export async function startRetryConsumer(ctx: AppContext, pipeline: AttemptPipel
 }
 
 /** What the dispatcher role runs besides the main consumer: retries and callbacks. */
-export async function startFailurePath(ctx: AppContext, pipeline: AttemptPipeline): Promise<Worker[]> {
-  return [await startRetryConsumer(ctx, pipeline), await startCallbacks(ctx)];
+export async function startFailurePath(ctx: AppContext, pipeline: AttemptPipeline, onFatal?: OnFatal): Promise<Worker[]> {
+  return [await startRetryConsumer(ctx, pipeline, onFatal), await startCallbacks(ctx, onFatal)];
 }

@@ -2,6 +2,7 @@
 // role runs the main outbox consumer, the retry consumer and callbacks (retry-consumer.ts).
 import type { AppContext } from '../context.js';
 import { startDispatchConsumer } from './dispatcher.js';
+import { logFatal, type OnFatal } from './fatal.js';
 import { DeliveryDirectory } from './directory.js';
 import { createGuardedDispatcher } from './guard/agent.js';
 import { makeAllowList } from './guard/address.js';
@@ -34,11 +35,12 @@ export function createPipeline(ctx: AppContext, ladder: RetryLadder = noRetries)
   };
 }
 
-export async function startWorkers(ctx: AppContext, roles: string[]): Promise<Worker[]> {
+/** `onFatal`: a consumer crashed for good (fatal.ts); main.ts exits on it. */
+export async function startWorkers(ctx: AppContext, roles: string[], onFatal: OnFatal = logFatal(ctx)): Promise<Worker[]> {
   const workers: Worker[] = [];
   if (roles.includes('dispatcher')) {
     const { pipeline, close } = createPipeline(ctx, new KafkaRetryLadder(ctx));
-    const failurePath = await startFailurePath(ctx, pipeline);
+    const failurePath = await startFailurePath(ctx, pipeline, onFatal);
     const consumer = await startDispatchConsumer({
       ctx,
       name: 'dispatcher',
@@ -47,6 +49,7 @@ export async function startWorkers(ctx: AppContext, roles: string[]): Promise<Wo
       pipeline,
       concurrency: ctx.cfg.DISPATCH_CONCURRENCY,
       commitIntervalMs: ctx.cfg.DISPATCH_COMMIT_INTERVAL,
+      onFatal,
     });
     workers.push({
       name: 'dispatcher',
@@ -56,6 +59,6 @@ export async function startWorkers(ctx: AppContext, roles: string[]): Promise<Wo
       },
     });
   }
-  if (roles.includes('projector')) workers.push(await startProjector(ctx));
+  if (roles.includes('projector')) workers.push(await startProjector(ctx, onFatal));
   return workers;
 }
