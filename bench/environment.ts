@@ -76,6 +76,10 @@ export class BenchService {
   readonly topicPrefix = `bench${this.id}`;
   readonly controlDb = `bench_ctl_${this.id}`;
   child: ChildProcess | null = null;
+  /** how the service ended; an exit we did not ask for makes every later delivery figure void */
+  exit: { code: number | null; signal: NodeJS.Signals | null; at: string; expected: boolean } | null = null;
+  onUnexpectedExit: (e: NonNullable<BenchService['exit']>) => void = () => {};
+  private stopping = false;
   url = '';
   project: Project | null = null;
   private env: NodeJS.ProcessEnv = {};
@@ -110,6 +114,10 @@ export class BenchService {
     const fd = openSync(this.logFile, 'a');
     // node --import tsx, not the tsx CLI: the CLI would fork, and we must sample the service's own pid
     this.child = spawn(process.execPath, [...this.nodeFlags, '--import', 'tsx', 'src/main.ts'], { cwd: repoRoot, env: this.env, stdio: ['ignore', fd, fd] });
+    this.child.once('exit', (code, signal) => {
+      this.exit = { code, signal, at: new Date().toISOString(), expected: this.stopping };
+      if (!this.stopping) this.onUnexpectedExit(this.exit);
+    });
     const exited = new Promise<never>((_, reject) => this.child!.once('exit', (code) => reject(new Error(`the service exited with code ${code} during start; see ${this.logFile}:\n${tail(this.logFile)}`))));
     exited.catch(() => {});
     await Promise.race([exited, this.waitListening(120_000)]);
@@ -173,6 +181,7 @@ export class BenchService {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    this.stopping = true;
     child.kill('SIGTERM');
     const code = await Promise.race([exited, sleep(35_000).then(() => 'timeout' as const)]);
     if (code === 'timeout') {

@@ -15,7 +15,6 @@ export interface Settings {
   latencyRate: number;
   latencyWarmupS: number;
   stallMs: number;
-  dispatchConcurrency: number;
 }
 
 export interface PhaseCtx {
@@ -25,7 +24,6 @@ export interface PhaseCtx {
   gen: LoadGenerator;
   receipts: Receipts;
   watch: ProcWatch;
-  databaseUrl: string;
   log: (line: string) => void;
 }
 
@@ -127,10 +125,11 @@ export async function holPhase(ctx: PhaseCtx, pairs = 5): Promise<Phase> {
     const withHang: (number | null)[] = [];
     for (let i = 0; i < pairs; i++) {
       without.push(await segment(false));
-      withHang.push(await segment(true));
+      withHang.push(without[i] === null ? null : await segment(true));
       ctx.log(`  pair ${i + 1}/${pairs}: healthy ${without[i]}/s without, ${withHang[i]}/s with a hanging target`);
+      if (without[i] === null || withHang[i] === null) break; // stalled: the rest would stall too
     }
-    const complete = [...without, ...withHang].every((x) => x !== null);
+    const complete = without.length === pairs && [...without, ...withHang].every((x) => x !== null);
     const sum = (xs: (number | null)[]) => xs.reduce<number>((a, b) => a + (b ?? 0), 0);
     return { segment_size: size, without_rates: without, with_rates: withHang, complete, penalty: complete ? round(1 - sum(withHang) / sum(without), 3) : null, hung_requests_seen: ctx.receipts.hung };
   }, 2 * pairs * size);

@@ -20,6 +20,8 @@ export class Receipts {
   hung = 0;
   unparsable = 0;
   port = 0;
+  /** the never-answering target's own port (another origin) */
+  hangPort = 0;
   pid = 0;
   private child: ChildProcess | null = null;
 
@@ -27,8 +29,9 @@ export class Receipts {
     const child = fork(fileURLToPath(new URL('./receiver.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.child = child;
     this.pid = child.pid!;
-    child.on('message', (m: { port?: number; receipts?: number[]; hung?: number; unparsable?: number }) => {
+    child.on('message', (m: { port?: number; hangPort?: number; receipts?: number[]; hung?: number; unparsable?: number }) => {
       if (m.port) this.port = m.port;
+      if (m.hangPort) this.hangPort = m.hangPort;
       if (m.receipts) {
         for (let i = 0; i < m.receipts.length; i += 2) {
           const seq = m.receipts[i];
@@ -46,8 +49,8 @@ export class Receipts {
     }
   }
 
-  url(path: string): string {
-    return `http://127.0.0.1:${this.port}${path}`;
+  url(path: string, port = this.port): string {
+    return `http://127.0.0.1:${port}${path}`;
   }
 
   /**

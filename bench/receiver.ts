@@ -2,7 +2,9 @@
 // generator's CPU use in the benchmark process does not delay receipts and inflate latency.
 //
 // It answers 200 to every request, except those carrying a row of the table `bench_hang`, which it
-// never answers (the "one target in a hundred that times out"). It reports what it received to the
+// never answers (the "one target in a hundred that times out"). That target listens on a second
+// port, so it is a different origin, as a different customer's endpoint would be (an HTTP client
+// pools connections per origin). It reports what it received to the
 // parent every 50 ms as [seq, receipt time] pairs, seq being the generator's sequence number found
 // in the row; times are performance.timeOrigin + performance.now(), the clock the generator uses.
 import http from 'node:http';
@@ -56,13 +58,19 @@ const flush = () => {
 };
 setInterval(flush, 50);
 
+// the same handler: what decides hanging is the row's table, the port only makes it another origin
+const hangServer = http.createServer(server.listeners('request')[0] as http.RequestListener);
+hangServer.requestTimeout = 0;
+
 server.listen(0, '127.0.0.1', () => {
-  const { port } = server.address() as { port: number };
-  process.send?.({ port });
+  hangServer.listen(0, '127.0.0.1', () => {
+    process.send?.({ port: (server.address() as { port: number }).port, hangPort: (hangServer.address() as { port: number }).port });
+  });
 });
 
 process.on('disconnect', () => {
   for (const r of hanging) r.destroy();
   server.close();
+  hangServer.close();
   process.exit(0);
 });

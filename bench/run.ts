@@ -25,11 +25,11 @@ const settings: Settings = {
   latencyRate: Number(env.BENCH_LATENCY_RATE ?? 500),
   latencyWarmupS: Number(env.BENCH_LATENCY_WARMUP_S ?? 5),
   stallMs: Number(env.BENCH_STALL_MS ?? 60_000),
-  dispatchConcurrency: Number(env.DISPATCH_CONCURRENCY ?? 256),
 };
+const dispatchConcurrency = Number(env.DISPATCH_CONCURRENCY ?? 256);
 const generatorClients = Number(env.BENCH_CONCURRENCY ?? 16);
 // equal concurrency by default, as the comparison demands; overridable to show graphile-worker at its own best
-const baselineConcurrency = Number(env.BENCH_BASELINE_CONCURRENCY ?? settings.dispatchConcurrency);
+const baselineConcurrency = Number(env.BENCH_BASELINE_CONCURRENCY ?? dispatchConcurrency);
 const baselinePool = Number(env.BENCH_BASELINE_POOL ?? Math.min(baselineConcurrency, 64));
 const phasesWanted = new Set((env.BENCH_PHASES ?? 'commit,latency,baseline,e2e,hol').split(',').map((s) => s.trim()));
 
@@ -72,13 +72,14 @@ async function webhook(svc: BenchService, body: Record<string, unknown>): Promis
 }
 
 async function main() {
-  log(`${quick ? 'quick' : 'full'} run: ${messages} messages per phase, warm-up ${settings.warmup}, ${generatorClients} generator clients, dispatcher/baseline concurrency ${settings.dispatchConcurrency}; results in ${path.relative(repoRoot, outDir)}`);
+  log(`${quick ? 'quick' : 'full'} run: ${messages} messages per phase, warm-up ${settings.warmup}, ${generatorClients} generator clients, dispatcher concurrency ${dispatchConcurrency}, baseline ${baselineConcurrency}; results in ${path.relative(repoRoot, outDir)}`);
   const stack = await resolveStack(log);
   await receipts.start();
   const nodeFlags = env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : [];
   // e.g. --max-old-space-size=128, to tell V8 heap growth from retained memory
   nodeFlags.push(...(env.BENCH_SERVICE_NODE_FLAGS ?? '').split(' ').filter(Boolean));
-  service = new BenchService(stack, path.join(outDir, 'service.log'), { DISPATCH_CONCURRENCY: String(settings.dispatchConcurrency) }, nodeFlags);
+  service = new BenchService(stack, path.join(outDir, 'service.log'), { DISPATCH_CONCURRENCY: String(dispatchConcurrency) }, nodeFlags);
+  service.onUnexpectedExit = (e) => log(`THE SERVICE EXITED during the run (code ${e.code}, signal ${e.signal}); delivery phases after this are skipped. See service.log`);
   await service.start();
   const project = await service.createProject();
   log(`service pid ${service.child!.pid} on ${service.url}, project ${project.ref}`);
@@ -102,7 +103,7 @@ async function main() {
 
   // webhooks first: creating the first one enables the outbox (connector and slot)
   const hooked = await webhook(service, { name: 'bench', table: 'public.bench_hooked', events: ['INSERT'], url: receipts.url('/hook') });
-  const hang = await webhook(service, { name: 'bench-hang', table: 'public.bench_hang', events: ['INSERT'], url: receipts.url('/hang'), timeout_ms: 2000 });
+  const hang = await webhook(service, { name: 'bench-hang', table: 'public.bench_hang', events: ['INSERT'], url: receipts.url('/hang', receipts.hangPort), timeout_ms: 2000 });
   const triggers = await db.query(`select tgrelid::regclass::text as t from pg_trigger where not tgisinternal and tgrelid::regclass::text in ('bench_hooked', 'bench_hang')`);
   await db.end();
   log(`webhooks: ${hooked ?? 'none'}, ${hang ?? 'none'}; triggers on ${triggers.rows.map((r) => r.t).join(', ') || 'no table'}`);
@@ -115,18 +116,26 @@ async function main() {
 
   gen = new LoadGenerator(project.databaseUrl, generatorClients, Number(env.BENCH_NOTE_BYTES ?? 120));
   await gen.open();
-  const ctx: PhaseCtx = { s: settings, gen, receipts, watch, databaseUrl: project.databaseUrl, log };
+  const ctx: PhaseCtx = { s: settings, gen, receipts, watch, log };
   const phases: Record<string, Phase | Record<string, unknown>> = {};
-  const run = async <T extends Phase>(name: string, fn: () => Promise<T>): Promise<T | null> => {
+  const svc = service;
+  const run = async <T extends Phase>(name: string, fn: () => Promise<T>, needsService = true): Promise<T | null> => {
     if (!phasesWanted.has(name)) return null;
+    if (needsService && svc.exit) {
+      phases[name] = { skipped: 'the service had exited', service_exit: svc.exit };
+      return null;
+    }
     log(`phase ${name}…`);
     const p = await fn();
-    phases[name] = p;
-    log(`phase ${name}: ${p.figure ?? 'not measured'}`);
-    return p;
+    const voided = needsService && svc.exit;
+    phases[name] = voided ? { ...p, figure: null, void: 'the service exited during the phase', service_exit: svc.exit } : p;
+    // an interrupted run keeps what it measured so far
+    writeFileSync(path.join(outDir, 'phases.json'), JSON.stringify(phases, null, 2) + '\n');
+    log(`phase ${name}: ${voided ? 'void (the service exited)' : (p.figure ?? 'not measured')}`);
+    return voided ? null : p;
   };
 
-  const commit = await run('commit', () => commitPhase(ctx));
+  const commit = await run('commit', () => commitPhase(ctx), false);
 
   let pipeline = hooked !== null && triggers.rowCount! > 0;
   if (pipeline && ['latency', 'e2e', 'hol'].some((p) => phasesWanted.has(p))) {
@@ -152,7 +161,7 @@ async function main() {
   if (phasesWanted.has('baseline')) {
     const pid = await baseline.start(project.databaseUrl, receipts.url('/gw'), baselineConcurrency, baselinePool);
     watch.add({ name: 'baseline_worker', pid });
-    baselineRate = (await run('baseline', () => baselinePhase(ctx)))?.figure ?? null;
+    baselineRate = (await run('baseline', () => baselinePhase(ctx), false))?.figure ?? null;
     await baseline.stop();
   }
   const e2e = pipeline ? await run('e2e', () => e2ePhase(ctx)) : null;
@@ -179,7 +188,7 @@ async function main() {
     ...figures,
     targets_met: met,
     mode: quick ? 'quick' : 'full',
-    settings: { ...settings, generatorClients, baselineConcurrency, baselinePool, connectorOverrides: env.BENCH_CONNECTOR_OVERRIDES ?? null },
+    settings: { ...settings, dispatchConcurrency, generatorClients, baselineConcurrency, baselinePool, connectorOverrides: env.BENCH_CONNECTOR_OVERRIDES ?? null },
     memory: {
       baseline_worker_peak_rss_mb: watch.peakMb('baseline_worker', true),
       receiver_peak_rss_mb: watch.peakMb('receiver', true),
@@ -187,6 +196,7 @@ async function main() {
       connect_lifetime_hwm_mb: watch.lifetimeHwmMb('connect'),
     },
     receiver: { duplicates: receipts.duplicates, hung: receipts.hung, unparsable: receipts.unparsable },
+    service_exit: service.exit,
     phases,
     started_at: stamp,
     // the machine is shared: how busy it was around the run (1-minute load average, 2 cores)
