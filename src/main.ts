@@ -9,6 +9,7 @@ import { startWorkers, type Worker } from './delivery/workers.js';
 import { bootstrapDevProject } from './admin/bootstrap.js';
 import { startDevMailSink } from './email/dev-sink.js';
 import { closeEmailTransports } from './email/transport.js';
+import { refreshEnabledOutboxes } from './outbox/service.js';
 
 async function main() {
   let cfg;
@@ -43,6 +44,8 @@ async function main() {
     .map(([k, v]) => `${k}: ${(v as { ok: boolean }).ok ? 'healthy' : 'UNHEALTHY'}`);
   log.info(`service ready — roles ${cfg.ROLES.join(', ')}; ${parts.join(', ')}`);
   if (app) log.info(`API listening on ${cfg.publicUrl} (docs at ${cfg.publicUrl}/docs, health at ${cfg.publicUrl}/health)`);
+  // in the background: connectors and schemas of projects enabled by an older build pick up this one's
+  const refreshing = refreshEnabledOutboxes(ctx).catch((err) => log.error({ err }, 'refreshing enabled outboxes failed'));
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -58,6 +61,7 @@ async function main() {
       await app?.close();
       // consumers finish in-flight attempts, commit and leave their groups
       await Promise.all(workers.map((w) => w.stop()));
+      await refreshing;
       closeEmailTransports(ctx);
       await mailSink?.stop();
       await closeContext(ctx);

@@ -95,6 +95,21 @@ export class ConnectClient {
     throw new Error(`connector ${name} not running after ${timeoutMs / 1000}s (last: ${last})`);
   }
 
+  /** The connector's current config as Connect holds it, or null when there is no such connector. */
+  async config(name: string): Promise<Record<string, string> | null> {
+    for (let i = 0; ; i++) {
+      const r = await this.call('GET', `/connectors/${encodeURIComponent(name)}/config`);
+      if (r.status === 404) return null;
+      if (r.status === 200) return r.json as Record<string, string>;
+      // 409 while Connect rebalances, 500 while a just-PUT connector restarts: both pass
+      if ((r.status === 409 || r.status === 500) && i < 30) {
+        await sleep(500);
+        continue;
+      }
+      throw new Error(`reading connector ${name} failed with HTTP ${r.status}`);
+    }
+  }
+
   async list(): Promise<string[]> {
     const r = await this.call('GET', '/connectors');
     return Array.isArray(r.json) ? r.json : [];

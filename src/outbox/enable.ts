@@ -5,6 +5,7 @@
 // The slot is created here, synchronously, before anything can enqueue: a logical slot only
 // retains changes made after it exists, so creating it before returning is what makes "a committed
 // message is never lost" true from the very first message.
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +13,8 @@ import pg from 'pg';
 import { ConnectClient, connectorName, publicationName, renderConnectorConfig, slotName } from './connector.js';
 
 const baseSchemaSql = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), 'sql', 'base-schema.sql'), 'utf8');
+// Recorded as the comment of schema `base`, so a start can tell an installed schema from an older one.
+export const baseSchemaVersion = `integrations base schema ${createHash('sha256').update(baseSchemaSql).digest('hex').slice(0, 16)}`;
 
 export interface OutboxEnv {
   connect: ConnectClient;
@@ -37,6 +40,7 @@ export async function installBaseSchema(databaseUrl: string): Promise<void> {
     try {
       await c.query('select pg_advisory_xact_lock(hashtext($1))', ['base-schema-install']);
       await c.query(baseSchemaSql);
+      await c.query(`comment on schema base is ${pg.escapeLiteral(baseSchemaVersion)}`);
       await c.query('commit');
     } catch (e) {
       await c.query('rollback').catch(() => {});
@@ -61,6 +65,38 @@ export async function enableOutbox(env: OutboxEnv, ref: string, databaseUrl: str
   await env.connect.upsert(name, config);
   await env.connect.waitRunning(name);
   return name;
+}
+
+export interface RefreshResult {
+  schema: 'current' | 'reinstalled';
+  connector: 'current' | 'updated' | 'missing';
+}
+
+/**
+ * Brings an enabled project up to this build: re-installs schema `base` when it was installed from
+ * another version of base-schema.sql, and re-PUTs the connector when its config differs from the
+ * rendered template (Connect keeps a connector's config until it is PUT again). Compares first, so
+ * an up-to-date project costs two reads: the install takes locks on base.outbox that would briefly
+ * hold up enqueues, and a PUT restarts the connector. A missing connector is left alone: the
+ * project may be being disabled, and Debezium would create a slot that nothing drops.
+ */
+export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: string): Promise<RefreshResult> {
+  const installed = await withClient(databaseUrl, async (c) => {
+    const r = await c.query(`select obj_description(oid, 'pg_namespace') as v from pg_namespace where nspname = 'base'`);
+    return r.rows[0]?.v as string | null | undefined;
+  });
+  const schema = installed === baseSchemaVersion ? 'current' : 'reinstalled';
+  if (schema === 'reinstalled') await installBaseSchema(databaseUrl);
+
+  const name = connectorName(ref, env.topicPrefix);
+  const current = await env.connect.config(name);
+  if (!current) return { schema, connector: 'missing' };
+  const wanted = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic }, env.topicPrefix);
+  const keys = (o: Record<string, string>) => Object.keys(o).filter((k) => k !== 'name');
+  const same = keys(current).length === keys(wanted).length && keys(wanted).every((k) => current[k] === wanted[k]);
+  if (same) return { schema, connector: 'current' };
+  await env.connect.upsert(name, wanted);
+  return { schema, connector: 'updated' };
 }
 
 /** Removes the connector, then its slot and publication (a leftover slot pins WAL forever). */

@@ -2,7 +2,7 @@
 // when SMTP is configured, or on demand. Idempotent and safe to call concurrently.
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { enableOutbox as enable, disableOutbox as disable, type OutboxEnv } from './enable.js';
+import { enableOutbox as enable, disableOutbox as disable, refreshOutbox, type OutboxEnv, type RefreshResult } from './enable.js';
 
 export function outboxEnv(ctx: Pick<AppContext, 'connect' | 'cfg' | 'topics'>): OutboxEnv {
   return {
@@ -48,4 +48,27 @@ export async function disableProjectOutbox(ctx: Pick<AppContext, 'db' | 'connect
 export async function enabledConnectors(ctx: Pick<AppContext, 'db'>): Promise<{ ref: string; connector: string }[]> {
   const r = await ctx.db.query('select ref, connector_name from projects where outbox_enabled_at is not null and connector_name is not null');
   return r.rows.map((x) => ({ ref: x.ref, connector: x.connector_name }));
+}
+
+/**
+ * At start: applies this build's connector template and base schema to every enabled project
+ * (refreshOutbox compares first, so an unchanged project is not touched). One project at a time;
+ * a failure is logged and the next start tries again.
+ */
+export async function refreshEnabledOutboxes(
+  ctx: Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs' | 'log'>,
+): Promise<Map<string, RefreshResult | 'failed'>> {
+  const out = new Map<string, RefreshResult | 'failed'>();
+  for (const { ref } of await enabledConnectors(ctx)) {
+    try {
+      const r = await refreshOutbox(outboxEnv(ctx), ref, await ctx.projectDbs.url(ref));
+      out.set(ref, r);
+      if (r.schema !== 'current' || r.connector === 'updated') ctx.log.info({ project: ref, ...r }, 'outbox brought up to this version');
+      if (r.connector === 'missing') ctx.log.warn({ project: ref }, 'the outbox is enabled but its connector is missing');
+    } catch (err) {
+      out.set(ref, 'failed');
+      ctx.log.error({ err, project: ref }, 'refreshing the outbox failed; the next start tries again');
+    }
+  }
+  return out;
 }

@@ -1,0 +1,71 @@
+// At start the service brings enabled projects up to its own version (refreshOutbox): a connector
+// whose config differs from the rendered template is PUT again, a base schema installed from
+// another base-schema.sql is re-installed, and an up-to-date project is left untouched.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Kafka, logLevel } from 'kafkajs';
+import pg from 'pg';
+import { ConnectClient, connectorName, renderConnectorConfig } from '../../src/outbox/connector.js';
+import { baseSchemaVersion, disableOutbox, enableOutbox, refreshOutbox, type OutboxEnv } from '../../src/outbox/enable.js';
+import { createDatabase, dropDatabase, stack, uniqueName } from '../helpers/env.js';
+
+describe('refreshing an enabled outbox', () => {
+  const prefix = uniqueName('rfr');
+  const ref = uniqueName('p');
+  const dbName = `proj_${ref}`;
+  const topic = `${prefix}.outbox`;
+  let dbUrl: string;
+  let env: OutboxEnv;
+  const name = () => connectorName(ref, prefix);
+
+  const schemaComment = async () => {
+    const c = new pg.Client({ connectionString: dbUrl });
+    await c.connect();
+    try {
+      return (await c.query(`select obj_description('base'::regnamespace, 'pg_namespace') as v`)).rows[0].v as string | null;
+    } finally {
+      await c.end();
+    }
+  };
+
+  beforeAll(async () => {
+    dbUrl = await createDatabase(dbName);
+    const admin = new Kafka({ brokers: stack().kafkaBrokers, clientId: 'refresh-test', logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await admin.disconnect();
+    env = { connect: new ConnectClient(stack().connectUrl), topicPrefix: prefix, outboxTopic: topic };
+    await enableOutbox(env, ref, dbUrl);
+  });
+
+  afterAll(async () => {
+    await disableOutbox(env, ref, dbUrl).catch(() => {});
+    await dropDatabase(dbName).catch(() => {});
+  });
+
+  it('leaves an up-to-date project alone', async () => {
+    expect(await schemaComment()).toBe(baseSchemaVersion);
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current' });
+  });
+
+  it('re-applies the template to a connector registered with other settings, and re-installs an older schema', async () => {
+    const wanted = renderConnectorConfig({ ref, databaseUrl: dbUrl, topic }, prefix);
+    await env.connect.upsert(name(), { ...wanted, 'poll.interval.ms': '777' });
+    const c = new pg.Client({ connectionString: dbUrl });
+    await c.connect();
+    await c.query(`comment on schema base is 'integrations base schema 0000000000000000'`);
+    await c.end();
+
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'reinstalled', connector: 'updated' });
+    expect((await env.connect.config(name()))!['poll.interval.ms']).toBe(wanted['poll.interval.ms']);
+    expect(wanted['poll.interval.ms']).not.toBe('777');
+    expect(await schemaComment()).toBe(baseSchemaVersion);
+    await env.connect.waitRunning(name());
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current' });
+  });
+
+  it('does not re-create a connector that is gone', async () => {
+    await env.connect.remove(name());
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'missing' });
+    expect(await env.connect.config(name())).toBeNull();
+  });
+});
