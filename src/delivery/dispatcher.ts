@@ -19,6 +19,8 @@ import type { AttemptPipeline } from './pipeline.js';
 import { alreadyRecorded } from './recorder.js';
 import type { Worker } from './workers.js';
 
+const INFLIGHT_BYTES = 16 * 1024 * 1024;
+
 export interface DispatchConsumerOptions {
   ctx: AppContext;
   name: string;
@@ -47,8 +49,13 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
     sessionTimeout: ctx.cfg.DISPATCH_SESSION_TIMEOUT,
     heartbeatInterval: Math.min(3_000, Math.floor(ctx.cfg.DISPATCH_SESSION_TIMEOUT / 3)),
     maxWaitTimeInMs: 500,
+    // a fetched batch waits whole (decoded) until its last record gets a slot: keep it small
+    maxBytesPerPartition: 256 * 1024,
   });
   const limiter = new Limiter(opts.concurrency);
+  // Bytes of record values in flight: with a capped heap (npm start), 256 large rows at once must
+  // wait rather than run the process out of memory; ordinary messages never reach it.
+  const bytes = new Limiter(INFLIGHT_BYTES);
   const recent = new RecentKeys();
   const inflight = new Map<string, Promise<boolean>>(); // resolves true once the outcome is recorded
   let trackers = new Map<string, PartitionTracker>();
@@ -118,7 +125,12 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
         continue;
       }
       // Began but not finished: if we stop here, this record holds the commit point and is fetched again.
-      if (!(await limiter.acquire(heartbeat, () => stopping || !isRunning()))) break;
+      const weight = msg.rawValue.length;
+      if (!(await bytes.acquire(heartbeat, () => stopping || !isRunning(), weight))) break;
+      if (!(await limiter.acquire(heartbeat, () => stopping || !isRunning()))) {
+        bytes.release(weight);
+        break;
+      }
       const p = pipeline
         .process(msg)
         .then(() => {
@@ -133,6 +145,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
         .finally(() => {
           inflight.delete(key);
           limiter.release();
+          bytes.release(weight);
         });
       inflight.set(key, p);
       resolveOffset(offset);

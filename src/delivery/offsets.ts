@@ -33,7 +33,10 @@ export class PartitionTracker {
   }
 }
 
-/** A counting semaphore: at most `max` attempts in flight per consumer. */
+/**
+ * A counting semaphore: at most `max` attempts in flight per consumer. With weights it bounds a
+ * sum instead (bytes of messages in flight); one holder is always let in, however heavy.
+ */
 export class Limiter {
   #active = 0;
   readonly #waiters: (() => void)[] = [];
@@ -45,8 +48,9 @@ export class Limiter {
    * Waits for a slot. `whileWaiting` runs about every second (the dispatcher heartbeats there, so
    * a long wait does not cost the group membership); `cancelled` ends the wait without a slot.
    */
-  async acquire(whileWaiting: () => Promise<void>, cancelled: () => boolean): Promise<boolean> {
-    while (this.#active >= this.max) {
+  async acquire(whileWaiting: () => Promise<void>, cancelled: () => boolean, weight = 1): Promise<boolean> {
+    const full = () => this.#active > 0 && this.#active + weight > this.max;
+    while (full()) {
       if (cancelled()) return false;
       await new Promise<void>((resolve) => {
         const wake = () => {
@@ -60,15 +64,15 @@ export class Limiter {
         }, 1000);
         this.#waiters.push(wake);
       });
-      if (this.#active >= this.max) await whileWaiting();
+      if (full()) await whileWaiting();
     }
     if (cancelled()) return false;
-    this.#active++;
+    this.#active += weight;
     return true;
   }
 
-  release(): void {
-    this.#active--;
+  release(weight = 1): void {
+    this.#active -= weight;
     this.#waiters.shift()?.();
     if (this.#active === 0) this.#idle.splice(0).forEach((f) => f());
   }

@@ -50,6 +50,28 @@ describe('Limiter', () => {
     l.release();
     await l.idle();
   });
+  it('with weights bounds their sum, and always lets one heavy holder in', async () => {
+    const l = new Limiter(10);
+    expect(await l.acquire(async () => {}, () => false, 25)).toBe(true); // alone: over the bound, still in
+    let small = false;
+    const p = l.acquire(async () => {}, () => false, 1).then((ok) => (small = ok));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(small).toBe(false);
+    l.release(25);
+    await p;
+    expect(await l.acquire(async () => {}, () => false, 6)).toBe(true);
+    let six = false;
+    const q = l.acquire(async () => {}, () => false, 6).then((ok) => (six = ok));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(six).toBe(false);
+    expect(l.active).toBe(7);
+    l.release(6);
+    await q;
+    expect(l.active).toBe(7);
+    l.release(1);
+    l.release(6);
+    await l.idle();
+  });
   it('gives up waiting when cancelled', async () => {
     const l = new Limiter(1);
     await l.acquire(async () => {}, () => false);
