@@ -320,7 +320,8 @@ async function kafkaUp(cfg: Config, log: Log): Promise<void> {
   writeLog4j(cfg);
   const idFile = path.join(d.root, 'kafka', 'cluster.id');
   if (!existsSync(path.join(d.kafkaData, 'meta.properties'))) {
-    const clusterId = randomBytes(16).toString('base64url').slice(0, 22);
+    // a leading '-' would be read as an option by StorageTool (1 start in 64 failed to format)
+    const clusterId = randomBytes(16).toString('base64url').slice(0, 22).replace(/^-/, 'A');
     writeFileSync(idFile, clusterId);
     execFileSync(requireJava(), ['-Xmx256m', `-Dlog4j.configuration=file:${d.log4j}`, '-cp', `${d.lib}/*`, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', d.kafkaConf, '--ignore-formatted'], { stdio: 'ignore' });
   }
