@@ -1,16 +1,20 @@
-// `npm run test:crash`: the crash-safety test, kept out of `npm test` because it kills and restarts
-// the shared stack's Kafka broker and Kafka Connect and takes minutes. CI runs it after npm test.
+// `npm run test:crash`: the crash-safety test, kept out of `npm test` because it takes minutes. It
+// kills and restarts Kafka and Kafka Connect of a stack of its own (stack-env.ts, started and
+// wiped by global-setup.ts), never the shared one. CI runs it after npm test.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { crashStackEnv } from './stack-env.js';
 
 export default defineConfig({
   root: path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..'),
   test: {
     include: ['test/crash/**/*.test.ts'],
     environment: 'node',
-    globalSetup: ['test/helpers/global-setup.ts'],
-    testTimeout: 30 * 60_000,
+    globalSetup: ['test/crash/global-setup.ts'],
+    // the test's process and the dispatchers it spawns (their master key is under this STACK_DIR)
+    env: crashStackEnv,
+    testTimeout: 15 * 60_000,
     hookTimeout: 300_000,
     pool: 'forks',
   },
