@@ -1,8 +1,10 @@
 // One attempt of one message, from "taken" to "recorded":
 //
-//   1. describe the target (URL as written, or recipient); on the first attempt of a run publish
-//      DeliveryQueued, which makes the delivery visible as `pending` (not awaited: it is ordered
-//      before the outcome event by the recorder, and the attempt need not wait for it)
+//   1. describe the target (URL as written, or recipient); if the first attempt of a run is still
+//      running after PENDING_AFTER_MS, publish DeliveryQueued, which makes the delivery visible as
+//      `pending` (not awaited; a late one cannot undo the outcome: the projection only moves
+//      forward). Most attempts finish sooner, and their outcome is their only event: one event per
+//      message instead of two (docs/benchmark.md, tuning log).
 //   2. the channel makes the attempt and classifies it (never throws for the target's fault)
 //   3. a failed outcome goes to ladder.onFailed, a dead one to ladder.onDead (the issue-5 seam)
 //   4. DeliveryAttempted is published and the ledger row written (OutcomeRecorder)
@@ -17,6 +19,9 @@ import type { LadderDecision, RetryLadder } from './ladder.js';
 import { callbackOf, isoToMicros, type OutboxMessage } from './message.js';
 import type { AttemptOutcome } from './outcome.js';
 import type { OutcomeRecorder } from './recorder.js';
+
+/** How long a first attempt runs before its delivery is shown as `pending`. */
+export const PENDING_AFTER_MS = 1000;
 
 export interface PipelineDeps {
   ctx: AppContext;
@@ -49,13 +54,15 @@ export class AttemptPipeline {
       callback_function: callbackOf(msg),
       message_created_at: createdAt,
     };
-    if (msg.attempt === 1) {
-      recorder
-        .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: Date.now() } })])
-        .catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state failed'));
-    }
-
     const startedAt = Date.now();
+    const pending =
+      msg.attempt === 1
+        ? setTimeout(() => {
+            recorder
+              .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: startedAt } })])
+              .catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state failed'));
+          }, PENDING_AFTER_MS)
+        : undefined;
     let outcome: AttemptOutcome;
     try {
       outcome = ladder.beforeAttempt?.(msg) ?? (await channel.attempt(msg, this.#channelDeps));
@@ -63,6 +70,8 @@ export class AttemptPipeline {
       // A bug or an unavailable control DB, not the target's fault: retryable.
       ctx.log.error({ err, message: msg.id, project: msg.project }, 'delivery attempt crashed');
       outcome = { outcome: 'failed', error: 'internal error during the attempt', durationMs: Date.now() - startedAt };
+    } finally {
+      clearTimeout(pending);
     }
     const finishedAt = Date.now();
 
