@@ -132,6 +132,13 @@ $$;
 
 -- Database webhooks: one trigger per webhook, TG_ARGV[0] is the webhook id. The URL, headers,
 -- timeout and signing secret are not copied here: the dispatcher reads them at send time.
+--
+-- It runs for every row written to a hooked table, inside the customer's transaction, so it is
+-- kept cheap (docs/benchmark.md, tuning log): the size check serialises the row to text only when
+-- its binary size says it might be over the limit (JSON text is at most 6 bytes per byte of jsonb:
+-- the worst is a control character escaped as \u00XX), and the message is written here rather than
+-- through base._enqueue, saving a second security-definer call, its search_path switch and a
+-- second clock reading (created_at is occurred_at).
 create or replace function base.webhook_trigger()
 returns trigger
 language plpgsql
@@ -144,31 +151,39 @@ declare
   old_rec jsonb := case when tg_op in ('UPDATE', 'DELETE') then to_jsonb(old) end;
   truncated boolean := false;
   dropped text[] := '{}';
+  msg_id uuid := gen_random_uuid();
+  at text := to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"');
+  payload jsonb;
 begin
   -- A row over 1 MB keeps the columns whose JSON value is at most 1 KB and leaves out the rest.
-  if rec is not null and octet_length(rec::text) > limit_bytes then
+  if rec is not null and pg_column_size(rec) > limit_bytes / 6 and octet_length(rec::text) > limit_bytes then
     select coalesce(jsonb_object_agg(key, value) filter (where octet_length(value::text) <= 1024), '{}'),
            coalesce(array_agg(key) filter (where octet_length(value::text) > 1024), '{}')
       into rec, dropped from jsonb_each(rec);
     truncated := true;
   end if;
-  if old_rec is not null and octet_length(old_rec::text) > limit_bytes then
+  if old_rec is not null and pg_column_size(old_rec) > limit_bytes / 6 and octet_length(old_rec::text) > limit_bytes then
     select coalesce(jsonb_object_agg(key, value) filter (where octet_length(value::text) <= 1024), '{}'),
            dropped || coalesce(array_agg(key) filter (where octet_length(value::text) > 1024), '{}')
       into old_rec, dropped from jsonb_each(old_rec);
     truncated := true;
   end if;
-  perform base._enqueue('webhook', jsonb_build_object(
+  payload := jsonb_build_object(
+    'type', tg_op,
+    'schema', tg_table_schema,
+    'table', tg_table_name,
+    'record', rec,
+    'old_record', old_rec,
     'webhook_id', tg_argv[0],
-    'payload', jsonb_build_object(
-      'type', tg_op,
-      'schema', tg_table_schema,
-      'table', tg_table_name,
-      'record', rec,
-      'old_record', old_rec,
-      'webhook_id', tg_argv[0],
-      'occurred_at', to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
-      || case when truncated then jsonb_build_object('truncated', true, 'truncated_columns', to_jsonb(array(select distinct unnest(dropped)))) else '{}'::jsonb end));
+    'occurred_at', at);
+  if truncated then
+    payload := payload || jsonb_build_object('truncated', true, 'truncated_columns', to_jsonb(array(select distinct unnest(dropped))));
+  end if;
+  -- the same row base._enqueue writes
+  insert into base.outbox (id, aggregateid, type, payload)
+  values (msg_id, msg_id::text, 'webhook',
+          jsonb_build_object('id', msg_id, 'kind', 'webhook', 'created_at', at, 'webhook_id', tg_argv[0], 'payload', payload));
+  delete from base.outbox where id = msg_id;
   return null;
 end;
 $$;
