@@ -22,13 +22,17 @@ export function DeliveryView({ project, id }: { project: Project; id: string }) 
   const path = `projects/${seg(project.ref)}/outbox/deliveries/${seg(id)}`;
   const d = useResource<DeliveryDetail>(path);
   const [flash, setFlash] = useState('');
+  // The run a retry queued: the listing is a projection of the event log and may still show the
+  // previous run for a moment, so the page follows until that run has appeared.
+  const [awaitRun, setAwaitRun] = useState(0);
   const retry = useAction(async () => {
     const r = await api<{ run: number }>('POST', `${path}/retry`);
     setFlash(`Queued again as run ${r.run}, with a fresh retry budget.`);
+    setAwaitRun(r.run);
     d.reload();
   });
   // Follow a delivery that is on its way (after a retry, or before its first attempt).
-  const pending = d.data?.status === 'pending';
+  const pending = d.data?.status === 'pending' || (!!d.data && d.data.run < awaitRun);
   useEffect(() => {
     if (!pending || d.loading) return;
     const t = setTimeout(d.reload, 1500);
