@@ -1,7 +1,9 @@
 // Records outcomes: publishes delivery events, then writes the ledger rows, in batches. Callers
 // await their own record; whatever arrives while flushes are running goes into the next flush
-// ("group commit"), so under load one produce request and one INSERT carry hundreds of outcomes
-// while a lone message is not held back by any linger timer. Up to MAX_FLUSHES flushes run at once
+// ("group commit"), so under load one produce request and one INSERT carry hundreds of outcomes.
+// When idle, a flush starts LINGER_MS after the first record instead of at once: recording comes
+// after the request was sent, so this delays only the offset commit, and at moderate rates it
+// turns one produce request and one INSERT per outcome into one per few. Up to MAX_FLUSHES flushes run at once
 // on a producer of its own (not idempotent, pipelined): a produce round trip under load, not CPU,
 // is what bounds throughput, and the projection neither needs events in order across deliveries
 // nor minds a duplicate from a producer retry.
@@ -40,6 +42,7 @@ const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 const MAX_BATCH_ITEMS = 2000;
 const MAX_FLUSHES = 4;
 const BACKLOG = 64;
+const LINGER_MS = 5;
 
 export class OutcomeRecorder {
   readonly #queue: Pending[] = [];
@@ -48,6 +51,7 @@ export class OutcomeRecorder {
   readonly #log: Logger;
   readonly #producer: Producer;
   #connected: Promise<void> | null = null;
+  #linger: NodeJS.Timeout | null = null;
 
   constructor(private readonly ctx: Pick<AppContext, 'kafka' | 'db' | 'topics' | 'log'>) {
     this.#log = ctx.log.child({ component: 'recorder' });
@@ -66,15 +70,29 @@ export class OutcomeRecorder {
 
   /** Flushes what is queued, then refuses new records and disconnects. */
   async close(): Promise<void> {
-    while (this.#flushing.size > 0) await Promise.all(this.#flushing);
+    // what lingers is flushed now, and what queues behind a running flush right after it
+    while (this.#flushing.size > 0 || this.#queue.length > 0) {
+      this.#kick(true);
+      await Promise.all(this.#flushing);
+    }
+    if (this.#linger) clearTimeout(this.#linger);
     this.#closed = true;
     if (this.#connected) await this.#producer.disconnect().catch(() => {});
   }
 
-  #kick() {
+  #kick(now = false) {
     // One flush at a time batches best; more run only when a backlog builds up behind it.
     if (this.#flushing.size >= MAX_FLUSHES || this.#queue.length === 0) return;
     if (this.#flushing.size > 0 && this.#queue.length < BACKLOG) return;
+    if (this.#flushing.size === 0 && this.#queue.length < BACKLOG && !now) {
+      this.#linger ??= setTimeout(() => {
+        this.#linger = null;
+        this.#kick(true);
+      }, LINGER_MS);
+      return;
+    }
+    if (this.#linger) clearTimeout(this.#linger);
+    this.#linger = null;
     const p: Promise<void> = this.#flushOnce().finally(() => {
       this.#flushing.delete(p);
       this.#kick();
