@@ -2,17 +2,15 @@
 // receiver → Avro events → projection → Management API. The service only allows 127.0.0.2/32, where
 // the receiver listens, so every other loopback address and name is a blocked target.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import { pino } from 'pino';
-import type { KafkaMessage } from 'kafkajs';
 import { startWorkers, type Worker } from '../../src/delivery/workers.js';
 import { decodeEvent } from '../../src/delivery/events.js';
-import { repoRoot } from '../../src/config.js';
-import { eventually, stack } from '../helpers/env.js';
+import { eventually } from '../helpers/env.js';
 import { freePort, startTestService, type TestProject, type TestService } from '../helpers/service.js';
 import { Receiver } from '../helpers/receiver.js';
+import { readTopic, runAdmin } from '../helpers/delivery-tools.js';
 
 const SECRET = 'sk_live_5f3c9a0d7e-Very/Secret+Value';
 
@@ -308,50 +306,6 @@ describe('delivery of base.http_request', () => {
     expect(await snapshot()).toBe(before);
   });
 });
-
-async function readTopic(svc: TestService, topic: string): Promise<KafkaMessage[]> {
-  const admin = svc.ctx.kafka.admin();
-  await admin.connect();
-  const offsets = await admin.fetchTopicOffsets(topic);
-  await admin.disconnect();
-  const want = offsets.filter((o) => Number(o.high) > Number(o.low));
-  const out: KafkaMessage[] = [];
-  if (want.length === 0) return out;
-  const consumer = svc.ctx.kafka.consumer({ groupId: `${topic}.reader.${Date.now()}`, maxWaitTimeInMs: 200 });
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  const reached = new Map<number, number>();
-  await consumer.run({
-    eachMessage: async ({ partition, message }) => {
-      out.push(message);
-      reached.set(partition, Number(message.offset));
-    },
-  });
-  await eventually(async () => want.every((o) => (reached.get(o.partition) ?? -1) >= Number(o.high) - 1), 30_000, `reading ${topic}`);
-  await consumer.disconnect();
-  return out;
-}
-
-async function runAdmin(svc: TestService, args: string[]): Promise<any> {
-  const env = {
-    ...process.env,
-    APP_ENV: 'test',
-    LOG_LEVEL: 'warn',
-    DATABASE_URL: (svc.ctx.db as unknown as { options: { connectionString: string } }).options.connectionString,
-    KAFKA_BROKERS: stack().kafkaBrokers.join(','),
-    KAFKA_CONNECT_URL: stack().connectUrl,
-    TOPIC_PREFIX: svc.cfg.TOPIC_PREFIX,
-    OUTBOX_PARTITIONS: String(svc.cfg.OUTBOX_PARTITIONS),
-  };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', ...args], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c) => (stdout += c));
-  child.stderr.on('data', (c) => (stderr += c));
-  const code = await new Promise((r) => child.on('exit', r));
-  if (code !== 0) throw new Error(`admin ${args.join(' ')} exited ${code}: ${stderr}`);
-  return JSON.parse(stdout.trim().split('\n').at(-1)!);
-}
 
 // Creating a service's topics can race the broker's metadata when several suites start at once
 // (kafkajs createTopics answers UNKNOWN_TOPIC_OR_PARTITION): one retry with fresh topics.
