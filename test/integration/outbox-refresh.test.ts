@@ -6,7 +6,9 @@ import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { ConnectClient, connectorName, renderConnectorConfig } from '../../src/outbox/connector.js';
 import { baseSchemaVersion, disableOutbox, enableOutbox, refreshOutbox, type OutboxEnv } from '../../src/outbox/enable.js';
+import { refreshEnabledOutboxes } from '../../src/outbox/service.js';
 import { createDatabase, dropDatabase, stack, uniqueName } from '../helpers/env.js';
+import { startTestService } from '../helpers/service.js';
 
 describe('refreshing an enabled outbox', () => {
   const prefix = uniqueName('rfr');
@@ -67,5 +69,27 @@ describe('refreshing an enabled outbox', () => {
     await env.connect.remove(name());
     expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'missing' });
     expect(await env.connect.config(name())).toBeNull();
+  });
+});
+
+describe('refreshing at start', () => {
+  it('brings every enabled project of the service up to date and leaves the others alone', async () => {
+    const svc = await startTestService({ roles: ['api'] });
+    try {
+      const enabled = await svc.project();
+      const idle = await svc.project();
+      expect((await svc.api(enabled.ownerToken, 'POST', `/v1/projects/${enabled.ref}/outbox/enable`)).status).toBe(200);
+      const name = connectorName(enabled.ref, svc.cfg.TOPIC_PREFIX);
+      const current = (await svc.ctx.connect.config(name))!;
+      await svc.ctx.connect.upsert(name, { ...current, 'poll.interval.ms': '777' });
+
+      const results = await refreshEnabledOutboxes(svc.ctx);
+      expect([...results.keys()]).toEqual([enabled.ref]);
+      expect(results.get(enabled.ref)).toEqual({ schema: 'current', connector: 'updated' });
+      expect((await svc.ctx.connect.config(name))!['poll.interval.ms']).toBe(current['poll.interval.ms']);
+      expect(results.has(idle.ref)).toBe(false);
+    } finally {
+      await svc.stop();
+    }
   });
 });
