@@ -39,6 +39,10 @@ export async function installBaseSchema(databaseUrl: string): Promise<void> {
     await c.query('begin');
     try {
       await c.query('select pg_advisory_xact_lock(hashtext($1))', ['base-schema-install']);
+      // A re-install (an upgrade, at start) must not queue behind a long customer transaction
+      // that holds base.outbox and stall every enqueue behind its own lock: give up instead, and
+      // the next start or enable tries again.
+      await c.query(`set local lock_timeout = '5s'`);
       await c.query(baseSchemaSql);
       await c.query(`comment on schema base is ${pg.escapeLiteral(baseSchemaVersion)}`);
       await c.query('commit');

@@ -12,9 +12,10 @@ describe('base.webhook_trigger', () => {
   const dbName = uniqueName('trg_');
   const hookId = '6f1c2a8e-1d2b-4c3d-9e4f-5a6b7c8d9e0f';
   let db: pg.Client;
+  let url: string;
 
   beforeAll(async () => {
-    const url = await createDatabase(dbName);
+    url = await createDatabase(dbName);
     await installBaseSchema(url);
     db = new pg.Client({ connectionString: url });
     await db.connect();
@@ -80,5 +81,20 @@ describe('base.webhook_trigger', () => {
     const p = (await last()).payload.payload;
     expect(p).toMatchObject({ type: 'UPDATE', truncated: true, truncated_columns: ['big'], record: { name: 'b' }, old_record: { name: 'a' } });
     expect(p.old_record).not.toHaveProperty('big');
+  });
+
+  it('a re-install gives up rather than queue behind a transaction that has enqueued', async () => {
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    try {
+      await other.query('begin');
+      await other.query(`insert into public.items (name) values ('open transaction')`);
+      const err = await installBaseSchema(url).then(() => null, (e: { code?: string }) => e);
+      expect(err?.code).toBe('55P03'); // lock_not_available
+      await other.query('rollback');
+      await installBaseSchema(url);
+    } finally {
+      await other.end();
+    }
   });
 });
