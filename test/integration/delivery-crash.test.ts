@@ -25,7 +25,7 @@ describe('a dispatcher killed mid-stream', () => {
 
   beforeAll(async () => {
     await receiver.start('127.0.0.2');
-    svc = await startService({ roles: ['api'], env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32' } });
+    svc = await startTestService({ roles: ['api'], env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32' } });
     projector = await startWorkers(svc.ctx, ['projector']);
     project = await svc.project('pro');
     expect((await svc.api(project.ownerToken, 'POST', `/v1/projects/${project.ref}/outbox/enable`)).status).toBeLessThan(300);
@@ -130,8 +130,3 @@ describe('a dispatcher killed mid-stream', () => {
   });
 });
 
-// Creating a service's topics can race the broker's metadata when several suites start at once
-// (kafkajs createTopics answers UNKNOWN_TOPIC_OR_PARTITION): one retry with fresh topics.
-function startService(opts: Parameters<typeof startTestService>[0]): Promise<TestService> {
-  return startTestService(opts).catch(() => startTestService(opts));
-}

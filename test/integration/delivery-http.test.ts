@@ -26,7 +26,7 @@ describe('delivery of base.http_request', () => {
     await receiver.start('127.0.0.2');
     // One attempt per message is what this file looks at: retries are parked 6 h away (the ladder
     // has its own tests), so failed deliveries stay as their first attempt left them.
-    svc = await startService({
+    svc = await startTestService({
       roles: ['api'],
       env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32', DISPATCH_CONCURRENCY: '16', RETRY_DELAYS: '6h,6h,6h,6h,6h,6h,6h' },
     });
@@ -307,8 +307,3 @@ describe('delivery of base.http_request', () => {
   });
 });
 
-// Creating a service's topics can race the broker's metadata when several suites start at once
-// (kafkajs createTopics answers UNKNOWN_TOPIC_OR_PARTITION): one retry with fresh topics.
-function startService(opts: Parameters<typeof startTestService>[0]): Promise<TestService> {
-  return startTestService(opts).catch(() => startTestService(opts));
-}

@@ -24,7 +24,7 @@ describe('the age budget', () => {
   beforeAll(async () => {
     await receiver.start('127.0.0.2');
     const env = { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32', RETRY_TIME_SCALE: String(SCALE), RETRY_DELAYS: Array(7).fill('5h').join(',') };
-    svc = await startTestService({ roles: ['api'], env }).catch(() => startTestService({ roles: ['api'], env }));
+    svc = await startTestService({ roles: ['api'], env });
     projector = await startWorkers(svc.ctx, ['projector']);
     dispatcher = await startWorkers(svc.ctx, ['dispatcher']);
     project = await svc.project('pro');

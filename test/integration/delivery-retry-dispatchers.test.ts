@@ -26,7 +26,7 @@ describe('two dispatcher processes', () => {
   beforeAll(async () => {
     await receiver.start('127.0.0.2');
     const env = { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32', RETRY_TIME_SCALE: '0.001' };
-    svc = await startTestService({ roles: ['api'], env }).catch(() => startTestService({ roles: ['api'], env }));
+    svc = await startTestService({ roles: ['api'], env });
     projector = await startWorkers(svc.ctx, ['projector']);
     project = await svc.project('pro');
     expect((await svc.api(project.ownerToken, 'POST', `/v1/projects/${project.ref}/outbox/enable`)).status).toBeLessThan(300);

@@ -23,7 +23,7 @@ describe('the retry ladder, dead letters, callbacks and recovery', () => {
     await a.start('127.0.0.2');
     await b.start('127.0.0.3');
     const env = { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/31', RETRY_TIME_SCALE: String(SCALE), CALLBACK_MAX_ATTEMPTS: '2', DISPATCH_COMMIT_INTERVAL: '300ms' };
-    svc = await startTestService({ roles: ['api'], env }).catch(() => startTestService({ roles: ['api'], env }));
+    svc = await startTestService({ roles: ['api'], env });
     workers = await startWorkers(svc.ctx, ['dispatcher', 'projector']);
     project = await svc.project('pro');
     expect((await call('POST', '/outbox/enable')).status).toBeLessThan(300);

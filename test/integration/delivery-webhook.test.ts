@@ -20,7 +20,7 @@ describe('delivery of database webhooks', () => {
 
   beforeAll(async () => {
     await receiver.start('127.0.0.2');
-    svc = await startService({ roles: ['api'], env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32' } });
+    svc = await startTestService({ roles: ['api'], env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32' } });
     [dispatcher] = await startWorkers(svc.ctx, ['dispatcher']);
     projector = await startWorkers(svc.ctx, ['projector']);
     project = await svc.project('pro');
@@ -153,8 +153,3 @@ describe('delivery of database webhooks', () => {
   });
 });
 
-// Creating a service's topics can race the broker's metadata when several suites start at once
-// (kafkajs createTopics answers UNKNOWN_TOPIC_OR_PARTITION): one retry with fresh topics.
-function startService(opts: Parameters<typeof startTestService>[0]): Promise<TestService> {
-  return startTestService(opts).catch(() => startTestService(opts));
-}
