@@ -2,7 +2,7 @@
 // side by side with a graphile-worker baseline, in one run. See docs/benchmark.md.
 //
 // Progress goes to stderr; stdout gets the table and, as its last line, one JSON object.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -71,13 +71,27 @@ async function webhook(svc: BenchService, body: Record<string, unknown>): Promis
   return r.body.id;
 }
 
+/** The V8 flags `npm start` gives node (`node --max-old-space-size=256 --import tsx src/main.ts` → the first). */
+function startScriptNodeFlags(): string[] {
+  const start: string = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')).scripts.start;
+  const words = start.split(/\s+/);
+  const flags: string[] = [];
+  for (let i = 1; i < words.length; i++) {
+    if (words[i] === '--import') { i++; continue; }
+    if (words[i].startsWith('--')) flags.push(words[i]);
+  }
+  return flags;
+}
+
 async function main() {
   log(`${quick ? 'quick' : 'full'} run: ${messages} messages per phase, warm-up ${settings.warmup}, ${generatorClients} generator clients, dispatcher concurrency ${dispatchConcurrency}, baseline ${baselineConcurrency}; results in ${path.relative(repoRoot, outDir)}`);
   const stack = await resolveStack(log);
   await receipts.start();
-  const nodeFlags = env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : [];
-  // e.g. --max-old-space-size=128, to tell V8 heap growth from retained memory
+  // The service runs with the node flags of `npm start` (the heap cap), then BENCH_SERVICE_NODE_FLAGS
+  // (e.g. --max-old-space-size=128, to tell V8 heap growth from retained memory; a later flag wins).
+  const nodeFlags = [...startScriptNodeFlags(), ...(env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : [])];
   nodeFlags.push(...(env.BENCH_SERVICE_NODE_FLAGS ?? '').split(' ').filter(Boolean));
+  log(`service node flags: ${nodeFlags.join(' ') || '(none)'}`);
   service = new BenchService(stack, path.join(outDir, 'service.log'), { DISPATCH_CONCURRENCY: String(dispatchConcurrency) }, nodeFlags);
   service.onUnexpectedExit = (e) => log(`THE SERVICE EXITED during the run (code ${e.code}, signal ${e.signal}); delivery phases after this are skipped. See service.log`);
   await service.start();
