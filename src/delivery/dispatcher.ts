@@ -10,6 +10,7 @@
 //
 // Used for the main outbox topic here; the retry ladder (issue 5) can run the same consumer on its
 // retry topics with a `gate` that pauses a partition until its head record is due.
+import DataLoader from 'dataloader';
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { AppContext } from '../context.js';
 import { logFatal, reportCrashes, type OnFatal } from './fatal.js';
@@ -57,6 +58,16 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
   // wait rather than run the process out of memory; ordinary messages never reach it.
   const bytes = new Limiter(INFLIGHT_BYTES);
   const recent = new RecentKeys();
+  // kafkajs hands the partitions of one fetch to concurrent eachBatch calls; at moderate rates each
+  // holds a record or two. Their ledger checks are coalesced into one query per fetch instead of
+  // one per partition (DataLoader gathers the calls made in the same tick).
+  const ledger = new DataLoader<OutboxMessage, boolean>(
+    async (msgs) => {
+      const recorded = await alreadyRecorded(ctx.db, msgs);
+      return msgs.map((m) => recorded.has(attemptKey(m)));
+    },
+    { cache: false, maxBatchSize: 5000 },
+  );
   const inflight = new Map<string, Promise<boolean>>(); // resolves true once the outcome is recorded
   let trackers = new Map<string, PartitionTracker>();
   let stopping = false;
@@ -104,7 +115,12 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       }
     });
     const candidates = records.flatMap((r) => (r.msg && !recent.has(attemptKey(r.msg)) && !inflight.has(attemptKey(r.msg)) ? [r.msg] : []));
-    const recorded = await alreadyRecorded(ctx.db, candidates);
+    const checked = await ledger.loadMany(candidates);
+    const recorded = new Set<string>();
+    checked.forEach((r, i) => {
+      if (r instanceof Error) throw r; // control DB unavailable: kafkajs retries the batch
+      if (r) recorded.add(attemptKey(candidates[i]));
+    });
 
     for (const { offset, msg } of records) {
       if (stopping || !isRunning() || isStale()) break;

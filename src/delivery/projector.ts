@@ -2,12 +2,16 @@
 // to date, and the rebuild that replays the whole topic into them (npm run admin --
 // rebuild-deliveries). Batches are applied in one transaction each; offsets are committed after
 // the transaction, so a crash replays a batch into the idempotent projection (projection.ts).
+import DataLoader from 'dataloader';
 import type { AppContext } from '../context.js';
 import { decodeEvent, type DeliveryEvent } from './events.js';
 import { logFatal, reportCrashes, type OnFatal } from './fatal.js';
-import { subscribeAll } from './offsets.js';
+import { PeriodicCommitter, subscribeAll } from './offsets.js';
 import { applyEvents } from './projection.js';
 import type { Worker } from './workers.js';
+
+/** Applied events' offsets are committed this often (a replay after a crash is idempotent). */
+const COMMIT_INTERVAL_MS = 1000;
 
 export const projectorGroup = (ctx: Pick<AppContext, 'cfg'>) => `${ctx.cfg.TOPIC_PREFIX}.projector`;
 
@@ -33,17 +37,34 @@ export async function startProjector(ctx: AppContext, onFatal: OnFatal = logFata
   reportCrashes(consumer, 'projector', onFatal);
   await consumer.connect();
   await subscribeAll(consumer, [ctx.topics.events]);
+  // The partitions of one fetch arrive as concurrent eachBatch calls; their events are applied in
+  // one transaction (DataLoader gathers the calls of the same tick), and each call resolves, letting
+  // kafkajs commit its offsets, only once that transaction has committed.
+  const apply = new DataLoader<DeliveryEvent[], null>(
+    async (groups) => {
+      await applyEvents(ctx.db, groups.flat());
+      return groups.map(() => null);
+    },
+    { cache: false },
+  );
+  const commits = new PeriodicCommitter(consumer, COMMIT_INTERVAL_MS, (err) => log.debug({ err }, 'offset commit failed'));
   await consumer.run({
+    autoCommit: false,
     partitionsConsumedConcurrently: Math.max(1, ctx.cfg.OUTBOX_PARTITIONS),
     eachBatch: async ({ batch, heartbeat }) => {
-      await applyEvents(ctx.db, decodeAll(ctx, batch.messages));
+      await apply.load(decodeAll(ctx, batch.messages));
+      if (batch.messages.length > 0) commits.done(batch.topic, batch.partition, batch.lastOffset());
       await heartbeat();
     },
   });
+  commits.start();
   log.info({ group: projectorGroup(ctx), topic: ctx.topics.events }, 'projector started');
   return {
     name: 'projector',
     async stop() {
+      // commits what is applied while the consumer still runs (kafkajs drops commits after stop);
+      // a batch applied after this is applied again by the next owner, idempotently
+      await commits.stop();
       await consumer.disconnect();
     },
   };

@@ -138,12 +138,14 @@ export class OutcomeRecorder {
     }
     const rows = batch.map((p) => p.ledger).filter((r): r is LedgerRow => !!r);
     if (rows.length > 0) {
-      await this.ctx.db.query(
-        `insert into delivery_ledger (message_id, run, attempt, outcome, final)
+      await this.ctx.db.query({
+        // named: prepared once per connection, as it runs a few hundred times a second
+        name: 'ledger-insert',
+        text: `insert into delivery_ledger (message_id, run, attempt, outcome, final)
          select * from unnest($1::uuid[], $2::int[], $3::int[], $4::text[], $5::bool[])
          on conflict do nothing`,
-        [rows.map((r) => r.messageId), rows.map((r) => r.run), rows.map((r) => r.attempt), rows.map((r) => r.outcome), rows.map((r) => r.final)],
-      );
+        values: [rows.map((r) => r.messageId), rows.map((r) => r.run), rows.map((r) => r.attempt), rows.map((r) => r.outcome), rows.map((r) => r.final)],
+      });
     }
   }
 }
@@ -152,14 +154,15 @@ export class OutcomeRecorder {
  * Which of these attempts are already recorded: the attempt itself, or a final outcome of its run.
  * One query per fetched batch. Returns attempt keys (id:run:attempt).
  */
-export async function alreadyRecorded(db: AppContext['db'], msgs: { id: string; run: number; attempt: number }[]): Promise<Set<string>> {
+export async function alreadyRecorded(db: AppContext['db'], msgs: readonly { id: string; run: number; attempt: number }[]): Promise<Set<string>> {
   if (msgs.length === 0) return new Set();
-  const r = await db.query(
-    `select m.id, m.run, m.attempt
+  const r = await db.query({
+    name: 'ledger-check',
+    text: `select m.id, m.run, m.attempt
        from unnest($1::uuid[], $2::int[], $3::int[]) as m(id, run, attempt)
       where exists (select 1 from delivery_ledger l
                      where l.message_id = m.id and l.run = m.run and (l.attempt = m.attempt or l.final))`,
-    [msgs.map((m) => m.id), msgs.map((m) => m.run), msgs.map((m) => m.attempt)],
-  );
+    values: [msgs.map((m) => m.id), msgs.map((m) => m.run), msgs.map((m) => m.attempt)],
+  });
   return new Set(r.rows.map((x) => `${x.id}:${x.run}:${x.attempt}`));
 }
