@@ -32,7 +32,7 @@ export async function createContext(cfg: Config, log: Logger, endpoints: Endpoin
   const db = createPool(endpoints.databaseUrl, 20, 'integrations-control');
   const applied = await migrate(db, undefined, (m) => log.info(m));
   if (applied) log.info({ applied }, 'control database migrated');
-  const box = new SecretBox(cfg.masterKey);
+  const box = new SecretBox(cfg.masterKey, cfg.previousMasterKeys);
   const kafka = createKafka(endpoints.kafkaBrokers, cfg.KAFKA_CLIENT_ID, log);
   const topics = topicNames(cfg.TOPIC_PREFIX, cfg.retryDelaysMs);
   const admin = kafka.admin();

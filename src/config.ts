@@ -61,6 +61,8 @@ const schema = z.object({
 
   /** 32 bytes, base64: encrypts secrets, client secrets, SMTP passwords, signing secrets, JWT keys. */
   MASTER_KEY: z.string().optional(),
+  /** Comma-separated earlier master keys, decrypt-only, while `npm run admin -- reseal` moves values to MASTER_KEY. */
+  MASTER_KEY_PREVIOUS: z.string().optional(),
 
   // Kafka layout.
   TOPIC_PREFIX: z
@@ -86,6 +88,13 @@ const schema = z.object({
   DELIVERY_CONFIG_TTL: duration.prefault('1s'),
   /** How often the dispatcher commits outbox offsets whose outcomes are recorded. */
   DISPATCH_COMMIT_INTERVAL: duration.prefault('1s'),
+  /**
+   * How long delivery_ledger rows (and finished callback rows) are kept. A record can be read again
+   * only while its topic keeps it (outbox and retry topics: 7 days), so at least 8 days.
+   */
+  LEDGER_RETENTION: duration.prefault('8d'),
+  /** How often a dispatcher process deletes ledger and callback rows past LEDGER_RETENTION. */
+  HOUSEKEEPING_INTERVAL: duration.prefault('1h'),
   /** Dispatcher consumer session timeout: how long before a crashed dispatcher's partitions move to another. */
   DISPATCH_SESSION_TIMEOUT: duration.prefault('30s'),
   /** Callbacks (callback_function): statement timeout of one call, calls per final outcome, first delay between calls (doubling, × RETRY_TIME_SCALE). */
@@ -123,8 +132,9 @@ const schema = z.object({
 
 type Raw = z.infer<typeof schema>;
 
-export interface Config extends Omit<Raw, 'MASTER_KEY' | 'OUTBOUND_ALLOW_CIDRS' | 'DEV_MAIL_SINK' | 'DEV_BOOTSTRAP'> {
+export interface Config extends Omit<Raw, 'MASTER_KEY' | 'MASTER_KEY_PREVIOUS' | 'OUTBOUND_ALLOW_CIDRS' | 'DEV_MAIL_SINK' | 'DEV_BOOTSTRAP'> {
   masterKey: Buffer;
+  previousMasterKeys: Buffer[];
   publicUrl: string;
   external: boolean;
   OUTBOUND_ALLOW_CIDRS: string[];
@@ -135,7 +145,21 @@ export interface Config extends Omit<Raw, 'MASTER_KEY' | 'OUTBOUND_ALLOW_CIDRS' 
 
 export class ConfigError extends Error {}
 
-const SECRET_KEYS = new Set(['MASTER_KEY', 'DATABASE_URL', 'SMTP_URL', 'masterKey']);
+const SECRET_KEYS = new Set(['MASTER_KEY', 'MASTER_KEY_PREVIOUS', 'DATABASE_URL', 'SMTP_URL', 'masterKey', 'previousMasterKeys']);
+
+function loadPreviousKeys(raw: string | undefined, current: Buffer): Buffer[] {
+  if (!raw) return [];
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s, i) => {
+      const key = Buffer.from(s, 'base64');
+      if (key.length !== 32) throw new ConfigError(`MASTER_KEY_PREVIOUS: key ${i + 1} must be 32 bytes encoded as base64`);
+      return key;
+    })
+    .filter((k) => !k.equals(current));
+}
 
 function loadMasterKey(raw: string | undefined, env: Raw['APP_ENV'], stackDir: string): Buffer {
   if (raw) {
@@ -176,10 +200,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
   if (retryDelaysMs.length < raw.MAX_ATTEMPTS - 1) {
     throw new ConfigError(`RETRY_DELAYS: ${raw.MAX_ATTEMPTS} attempts need ${raw.MAX_ATTEMPTS - 1} delays`);
   }
+  if (raw.LEDGER_RETENTION < 8 * 86_400_000) {
+    throw new ConfigError('LEDGER_RETENTION: at least 8d (the outbox and retry topics keep records 7 days, and a record read again must find its ledger row)');
+  }
   const dev = raw.APP_ENV !== 'production';
+  const { MASTER_KEY, MASTER_KEY_PREVIOUS, ...rest } = raw;
+  const masterKey = loadMasterKey(MASTER_KEY, raw.APP_ENV, raw.STACK_DIR);
   const cfg: Config = {
-    ...raw,
-    masterKey: loadMasterKey(raw.MASTER_KEY, raw.APP_ENV, raw.STACK_DIR),
+    ...rest,
+    masterKey,
+    previousMasterKeys: loadPreviousKeys(MASTER_KEY_PREVIOUS, masterKey),
     publicUrl: (raw.PUBLIC_URL ?? `http://${raw.HOST.includes(':') ? `[${raw.HOST}]` : raw.HOST}:${raw.PORT}`).replace(/\/$/, ''),
     external,
     OUTBOUND_ALLOW_CIDRS: raw.OUTBOUND_ALLOW_CIDRS ?? (dev && raw.APP_ENV === 'development' ? ['127.0.0.0/8', '::1/128'] : []),

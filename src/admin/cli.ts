@@ -8,6 +8,7 @@ import { createProject, ensureOwner, issueOwnerToken, revokeOwnerToken, setPlan,
 import type { AppContext } from '../context.js';
 import { rebuildDeliveries } from '../delivery/projector.js';
 import { replayCommand } from './replay.js';
+import { reseal } from './reseal.js';
 
 const PLANS = ['free', 'pro', 'enterprise'];
 
@@ -19,12 +20,15 @@ const usage = `usage: npm run admin -- <command>
   list-projects
   rebuild-deliveries [--project <ref>]   replay the delivery-events topic into the deliveries tables
   replay --ref <ref> [--status dead|failed|dead,failed] [--since <iso>] [--until <iso>] [--webhook <id>] [--host <host>]
-                                         re-enqueue dead (or failed) deliveries as new runs (docs/retries.md)`;
+                                         re-enqueue dead (or failed) deliveries as new runs (docs/retries.md)
+  reseal [--check]                       re-encrypt every sealed value under MASTER_KEY (key rotation; --check only counts;
+                                         exits 1 while a value needs MASTER_KEY_PREVIOUS or opens with no key)`;
 
 type Handler = (ctx: AppContext, v: Record<string, string | undefined>) => Promise<unknown>;
 
 const commands: Record<string, Handler> = {
   replay: replayCommand,
+  reseal: (ctx, v) => reseal(ctx, { check: v.check === 'true' }),
   'rebuild-deliveries': (ctx, v) =>
     rebuildDeliveries(ctx, { project: v.project, progress: (done, total) => process.stderr.write(`\rreplayed ${done}/${total} events${done >= total ? "\n" : ""}`) }),
   'create-project': async (ctx, v) => {
@@ -77,13 +81,15 @@ async function main() {
   // declared as strings, so `--ref acme` reads as ref = "acme" (undeclared flags would be booleans)
   const flags = ['ref', 'plan', 'owner', 'database-url', 'name', 'token', 'project', 'status', 'since', 'until', 'webhook', 'host'];
   const { values } = parseArgs({ args: rest, strict: false, options: Object.fromEntries(flags.map((f) => [f, { type: 'string' as const }])) });
-  const v = Object.fromEntries(Object.entries(values).map(([k, x]) => [k, typeof x === 'string' ? x : undefined]));
+  // an undeclared flag (--check) reads as the string "true"
+  const v = Object.fromEntries(Object.entries(values).map(([k, x]) => [k, typeof x === 'string' ? x : x === true ? 'true' : undefined]));
   const cfg = loadConfig();
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn');
   const ctx = await createContext(cfg, log, await resolveEndpoints(cfg, log));
   try {
     const out = await handler(ctx, v);
     console.log(JSON.stringify(out));
+    if (out && typeof out === 'object' && (out as { ok?: unknown }).ok === false) process.exitCode = 1;
   } finally {
     await closeContext(ctx);
   }

@@ -3,15 +3,27 @@
 // project's row or under another name fails to decrypt instead of leaking.
 //
 // Layout: version byte (1) | 12-byte IV | 16-byte tag | ciphertext.
+//
+// Rotation (README, Operations): the box seals with the current key only, and opens with the current
+// key or, failing its authentication, with each previous key (MASTER_KEY_PREVIOUS) in turn; GCM's tag
+// tells a wrong key apart, so no key id is stored. `npm run admin -- reseal` then re-encrypts every
+// sealed column under the current key, after which the previous keys can be dropped.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 const VERSION = 1;
 
 export class SecretBox {
   readonly #key: Buffer;
-  constructor(key: Buffer) {
-    if (key.length !== 32) throw new Error('SecretBox needs a 32-byte key');
+  readonly #previous: Buffer[];
+  constructor(key: Buffer, previous: Buffer[] = []) {
+    for (const k of [key, ...previous]) if (k.length !== 32) throw new Error('SecretBox needs 32-byte keys');
     this.#key = Buffer.from(key);
+    this.#previous = previous.map((k) => Buffer.from(k));
+  }
+
+  /** How many previous keys this box can still open with. */
+  get previousKeys(): number {
+    return this.#previous.length;
   }
 
   seal(plaintext: string | Buffer, aad: string): Buffer {
@@ -27,11 +39,22 @@ export class SecretBox {
   }
 
   openBytes(sealed: Buffer, aad: string): Buffer {
+    return this.openWithKey(sealed, aad).plaintext;
+  }
+
+  /**
+   * Opens `sealed` and says whether the current key did it (`current: false`: a previous key did,
+   * and the value should be sealed again). Throws when no key opens it.
+   */
+  openWithKey(sealed: Buffer, aad: string): { plaintext: Buffer; current: boolean } {
     if (sealed.length < 29 || sealed[0] !== VERSION) throw new Error('not a sealed value');
-    const decipher = createDecipheriv('aes-256-gcm', this.#key, sealed.subarray(1, 13));
-    decipher.setAAD(Buffer.from(aad, 'utf8'));
-    decipher.setAuthTag(sealed.subarray(13, 29));
-    return Buffer.concat([decipher.update(sealed.subarray(29)), decipher.final()]);
+    const current = tryOpen(this.#key, sealed, aad);
+    if (current) return { plaintext: current, current: true };
+    for (const key of this.#previous) {
+      const plaintext = tryOpen(key, sealed, aad);
+      if (plaintext) return { plaintext, current: false };
+    }
+    throw new Error('sealed value does not authenticate under any configured master key');
   }
 
   // Never print the key, whatever logs or inspects this object.
@@ -40,6 +63,18 @@ export class SecretBox {
   }
   [Symbol.for('nodejs.util.inspect.custom')]() {
     return '[SecretBox]';
+  }
+}
+
+function tryOpen(key: Buffer, sealed: Buffer, aad: string): Buffer | null {
+  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(1, 13));
+  decipher.setAAD(Buffer.from(aad, 'utf8'));
+  decipher.setAuthTag(sealed.subarray(13, 29));
+  const body = decipher.update(sealed.subarray(29));
+  try {
+    return Buffer.concat([body, decipher.final()]);
+  } catch {
+    return null; // authentication failed: another key, another place, or tampered
   }
 }
 

@@ -69,7 +69,7 @@ describe('crash safety under a stream of 10,000 messages', () => {
     url = `http://127.0.0.2:${(server.address() as AddressInfo).port}/hook`;
 
     const env = { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32', RETRY_TIME_SCALE: '0.01' };
-    svc = await startTestService({ roles: ['api'], env }).catch(() => startTestService({ roles: ['api'], env }));
+    svc = await startTestService({ roles: ['api'], env });
     // supervised like the dispatchers: a projector consumer crashed for good is started again
     const superviseProjector = async () => {
       projector = await startWorkers(svc.ctx, ['projector'], (err) => {

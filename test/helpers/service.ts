@@ -11,7 +11,7 @@ import { registerRoutes } from '../../src/http/routes.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { startWorkers, type Worker } from '../../src/delivery/workers.js';
 import { createProject, issueOwnerToken, type Plan } from '../../src/management/projects.js';
-import { createDatabase, dropDatabase, stack, uniqueName } from './env.js';
+import { createDatabase, dbUrl, dropDatabase, stack, uniqueName } from './env.js';
 
 export interface TestProject {
   ref: string;
@@ -24,6 +24,8 @@ export interface TestProject {
 
 export interface TestService {
   url: string;
+  /** name of its control database */
+  controlDb: string;
   ctx: AppContext;
   cfg: Config;
   app: FastifyInstance;
@@ -46,9 +48,18 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startTestService(opts: { roles?: string[]; env?: Record<string, string> } = {}): Promise<TestService> {
-  const controlDb = uniqueName('ctl_');
-  const controlUrl = await createDatabase(controlDb);
+export interface TestServiceOptions {
+  roles?: string[];
+  env?: Record<string, string>;
+  /** run on this existing control database (of an earlier service of the same file) */
+  controlDb?: string;
+  /** stop() leaves the control database, the projects' databases and connectors for a later service */
+  keep?: boolean;
+}
+
+export async function startTestService(opts: TestServiceOptions = {}): Promise<TestService> {
+  const controlDb = opts.controlDb ?? uniqueName('ctl_');
+  const controlUrl = opts.controlDb ? dbUrl(controlDb) : await createDatabase(controlDb);
   const port = await freePort();
   const s = stack();
   const cfg = loadConfig({
@@ -68,11 +79,11 @@ export async function startTestService(opts: { roles?: string[]; env?: Record<st
   await registerRoutes(app, ctx);
   await app.listen({ host: '127.0.0.1', port });
   const workers = await startWorkers(ctx, cfg.ROLES);
-  const created: string[] = [];
   const url = cfg.publicUrl;
 
   return {
     url,
+    controlDb,
     ctx,
     cfg,
     app,
@@ -80,7 +91,6 @@ export async function startTestService(opts: { roles?: string[]; env?: Record<st
     async project(plan = 'enterprise', o = {}) {
       const ref = uniqueName('p');
       const p = await createProject(ctx, { ref, plan, ownerEmail: o.ownerEmail ?? `${ref}@owners.test`, siteUrl: o.siteUrl, redirectUrls: o.redirectUrls });
-      created.push(`proj_${ref}`);
       const { token } = await issueOwnerToken(ctx, p.owner_id);
       return { ref, ownerToken: token, ownerId: p.owner_id, anonKey: p.anon_key, projectUrl: p.project_url, databaseUrl: p.database_url };
     },
@@ -99,12 +109,14 @@ export async function startTestService(opts: { roles?: string[]; env?: Record<st
     async stop() {
       await app.close();
       await Promise.all(workers.map((w) => w.stop()));
+      if (opts.keep) return closeContext(ctx);
       // connectors of this file's projects must go, or their slots would pin WAL
       const { disableProjectOutbox } = await import('../../src/outbox/service.js');
       const enabled = await ctx.db.query('select ref from projects where outbox_enabled_at is not null');
       for (const r of enabled.rows) await disableProjectOutbox(ctx, r.ref).catch(() => {});
+      const projects = (await ctx.db.query('select ref from projects where managed_database')).rows.map((r) => `proj_${String(r.ref).replace(/-/g, '_')}`);
       await closeContext(ctx);
-      for (const db of created) await dropDatabase(db).catch(() => {});
+      for (const db of projects) await dropDatabase(db).catch(() => {});
       await dropDatabase(controlDb).catch(() => {});
     },
   };

@@ -19,6 +19,15 @@ describe('config', () => {
     expect(() => loadConfig({ ...base, RETRY_DELAYS: '30s,forever' })).toThrow(/RETRY_DELAYS/);
     expect(() => loadConfig({ ...base, RETRY_DELAYS: '30s,7h,1h,1h,1h,1h,1h' })).toThrow(/at most 6h/);
     expect(() => loadConfig({ ...base, MASTER_KEY: 'c2hvcnQ=' })).toThrow(/MASTER_KEY/);
+    expect(() => loadConfig({ ...base, MASTER_KEY_PREVIOUS: 'c2hvcnQ=' })).toThrow(/MASTER_KEY_PREVIOUS: key 1/);
+    expect(() => loadConfig({ ...base, LEDGER_RETENTION: '3d' })).toThrow(/LEDGER_RETENTION: at least 8d/);
+  });
+
+  it('reads previous master keys for a rotation, without the current one', () => {
+    const previous = Buffer.alloc(32, 9).toString('base64');
+    const cfg = loadConfig({ ...base, MASTER_KEY_PREVIOUS: ` ${previous} , ${base.MASTER_KEY}` });
+    expect(cfg.previousMasterKeys.map((k) => k.toString('base64'))).toEqual([previous]);
+    expect(loadConfig(base).previousMasterKeys).toEqual([]);
   });
 
   it('requires a master key in production and all three external endpoints together', () => {
@@ -34,6 +43,9 @@ describe('config', () => {
     const printed = JSON.stringify(redactedConfig(cfg));
     expect(printed).not.toContain('pw');
     expect(printed).not.toContain(base.MASTER_KEY);
+    const rotating = JSON.stringify(redactedConfig(loadConfig({ ...base, MASTER_KEY_PREVIOUS: Buffer.alloc(32, 9).toString('base64') })));
+    expect(rotating).not.toContain(Buffer.alloc(32, 9).toString('base64'));
+    expect(rotating).not.toContain('"data"'); // a Buffer printed as JSON
   });
 
   it('parses durations', () => {

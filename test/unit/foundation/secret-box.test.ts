@@ -25,6 +25,20 @@ describe('SecretBox', () => {
     expect(() => new SecretBox(randomBytes(32)).open(sealed, 'x')).toThrow();
   });
 
+  it('opens values sealed under a previous key, says so, and seals under the current one', () => {
+    const oldKey = randomBytes(32);
+    const newKey = randomBytes(32);
+    const before = new SecretBox(oldKey).seal('value', 'x');
+    const rotating = new SecretBox(newKey, [oldKey]);
+    expect(rotating.openWithKey(before, 'x')).toEqual({ plaintext: Buffer.from('value'), current: false });
+    const after = rotating.seal('value', 'x');
+    expect(rotating.openWithKey(after, 'x').current).toBe(true);
+    expect(new SecretBox(newKey).open(after, 'x')).toBe('value');
+    expect(() => new SecretBox(oldKey).open(after, 'x')).toThrow();
+    // a previous key does not loosen the binding to the associated data
+    expect(() => rotating.open(before, 'y')).toThrow(/any configured master key/);
+  });
+
   it('does not print its key', () => {
     expect(JSON.stringify({ box })).toBe('{"box":"[SecretBox]"}');
   });
