@@ -1,8 +1,10 @@
 // The background roles of this process (dispatcher, projector), started per ROLES. The dispatcher
-// role runs the main outbox consumer, the retry consumer and callbacks (retry-consumer.ts).
+// role runs the main outbox consumer, the retry consumer and callbacks (retry-consumer.ts), and
+// housekeeping of the ledger (housekeeping.ts).
 import type { AppContext } from '../context.js';
 import { startDispatchConsumer } from './dispatcher.js';
 import { logFatal, type OnFatal } from './fatal.js';
+import { startHousekeeping } from './housekeeping.js';
 import { DeliveryDirectory } from './directory.js';
 import { createGuardedDispatcher } from './guard/agent.js';
 import { makeAllowList } from './guard/address.js';
@@ -51,10 +53,11 @@ export async function startWorkers(ctx: AppContext, roles: string[], onFatal: On
       commitIntervalMs: ctx.cfg.DISPATCH_COMMIT_INTERVAL,
       onFatal,
     });
+    const housekeeping = startHousekeeping(ctx);
     workers.push({
       name: 'dispatcher',
       async stop() {
-        await Promise.all([consumer, ...failurePath].map((w) => w.stop()));
+        await Promise.all([consumer, ...failurePath, housekeeping].map((w) => w.stop()));
         await close();
       },
     });

@@ -1,0 +1,72 @@
+// Housekeeping deletes ledger rows and finished callback rows past LEDGER_RETENTION, keeps recent
+// ones and unfinished callbacks, and only one process runs it at a time.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { housekeep } from '../../src/delivery/housekeeping.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+const DAY = 86_400_000;
+
+describe('housekeeping', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+
+  async function ledgerRow(ageDays: number) {
+    const id = randomUUID();
+    await svc.ctx.db.query(
+      `insert into delivery_ledger (message_id, run, attempt, outcome, final, recorded_at) values ($1, 1, 1, 'delivered', true, now() - make_interval(secs => $2))`,
+      [id, (ageDays * DAY) / 1000],
+    );
+    return id;
+  }
+  async function callbackRow(ageDays: number, status: string) {
+    const id = randomUUID();
+    await svc.ctx.db.query(
+      `insert into delivery_callbacks (message_id, run, project_ref, function, payload, status, updated_at) values ($1, 1, 'p', 'public.cb', '{}', $2, now() - make_interval(secs => $3))`,
+      [id, status, (ageDays * DAY) / 1000],
+    );
+    return id;
+  }
+
+  it('deletes what is past the retention in slices and keeps the rest', async () => {
+    // 12,000 old rows: more than two slices of 5,000
+    await svc.ctx.db.query(
+      `insert into delivery_ledger (message_id, run, attempt, outcome, final, recorded_at)
+       select gen_random_uuid(), 1, 1, 'delivered', true, now() - interval '30 days' from generate_series(1, 12000)`,
+    );
+    const fresh = await ledgerRow(1);
+    const borderline = await ledgerRow(7.5);
+    const oldDone = await callbackRow(9, 'ok');
+    const oldFailed = await callbackRow(9, 'failed');
+    const oldPending = await callbackRow(9, 'pending');
+    const freshDone = await callbackRow(1, 'ok');
+
+    const r = await housekeep(svc.ctx, 8 * DAY);
+    expect(r).toEqual({ ran: true, ledger: 12000, callbacks: 2 });
+    const ledger = (await svc.ctx.db.query('select message_id from delivery_ledger')).rows.map((x) => x.message_id).sort();
+    expect(ledger).toEqual([fresh, borderline].sort());
+    const callbacks = (await svc.ctx.db.query('select message_id from delivery_callbacks')).rows.map((x) => x.message_id).sort();
+    expect(callbacks).toEqual([oldPending, freshDone].sort());
+    expect(callbacks).not.toContain(oldDone);
+    expect(callbacks).not.toContain(oldFailed);
+  });
+
+  it('leaves the work to the process holding the lock', async () => {
+    const old = await ledgerRow(30);
+    const other = await svc.ctx.db.connect();
+    try {
+      await other.query('select pg_advisory_lock($1)', [0x6c656467]);
+      expect(await housekeep(svc.ctx, 8 * DAY)).toEqual({ ran: false, ledger: 0, callbacks: 0 });
+      expect((await svc.ctx.db.query('select 1 from delivery_ledger where message_id = $1', [old])).rowCount).toBe(1);
+    } finally {
+      await other.query('select pg_advisory_unlock($1)', [0x6c656467]);
+      other.release();
+    }
+    expect((await housekeep(svc.ctx, 8 * DAY)).ledger).toBe(1);
+  });
+});
