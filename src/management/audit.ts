@@ -27,11 +27,12 @@ export type AuditAction =
   | 'sso_provider.delete'
   | 'user.create'
   | 'user.update'
-  | 'user.delete';
+  | 'user.delete'
+  | 'auth.signing_key.rotate';
 
 export interface AuditEvent {
   action: AuditAction;
-  resourceType: 'project' | 'outbox' | 'webhook' | 'secret' | 'smtp_settings' | 'delivery' | 'sso_provider' | 'user';
+  resourceType: 'project' | 'outbox' | 'webhook' | 'secret' | 'smtp_settings' | 'delivery' | 'sso_provider' | 'user' | 'signing_key';
   resourceId?: string | null;
   details?: Record<string, unknown>;
 }

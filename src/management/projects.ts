@@ -1,11 +1,11 @@
 // Owners, their tokens and their projects. Used by the admin command and the Management API.
-import { exportJWK, generateKeyPair } from 'jose';
 import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { aad } from '../lib/secret-box.js';
 import { randomToken, sha256 } from '../lib/tokens.js';
+import { newSigningKey } from '../sso/signing-keys.js';
 
 export const PROJECT_REF = /^[a-z][a-z0-9-]{2,39}$/;
 export type Plan = 'free' | 'pro' | 'enterprise';
@@ -83,10 +83,7 @@ export async function createProject(
   if (exists.rowCount) throw new ApiError('project_exists');
   const ownerId = await ensureOwner(ctx, input.ownerEmail);
   const databaseUrl = input.databaseUrl ?? (await createDatabase(ctx.adminDatabaseUrl, `proj_${input.ref.replace(/-/g, '_')}`));
-  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
-  const kid = randomUUID();
-  const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' };
-  const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: 'ES256' };
+  const key = await newSigningKey();
   const anonKey = randomToken('anon_', 24);
   await ctx.db.query(
     `insert into projects (ref, owner_id, plan, database_url_enc, managed_database, anon_key, site_url, additional_redirect_urls, jwt_kid, jwt_private_jwk_enc, jwt_public_jwk)
@@ -100,9 +97,9 @@ export async function createProject(
       anonKey,
       input.siteUrl ?? null,
       input.redirectUrls ?? [],
-      kid,
-      ctx.box.seal(JSON.stringify(privateJwk), aad.jwtKey(input.ref)),
-      publicJwk,
+      key.kid,
+      key.privateJwkSealed(ctx.box, input.ref),
+      key.publicJwk,
     ],
   );
   return { ref: input.ref, owner_id: ownerId, anon_key: anonKey, project_url: projectUrl(ctx, input.ref), database_url: databaseUrl };

@@ -1,10 +1,12 @@
 // Access tokens: ES256 JWTs signed with the project's own key (created with the project; the
 // private JWK is sealed in the control DB), with the claims @supabase/auth-js and PostgREST-style
-// consumers read. The public key is served as the project's JWKS.
-import { importJWK, jwtVerify, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
+// consumers read. The public key, and rotated-out ones still within their validity
+// (signing-keys.ts), are served as the project's JWKS.
+import { createLocalJWKSet, importJWK, jwtVerify, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
 import { ApiError } from '../errors.js';
 import { aad } from '../lib/secret-box.js';
 import { authBaseUrl } from './auth-project.js';
+import { verificationKeys } from './signing-keys.js';
 import type { AuthProject, SsoContext } from './types.js';
 
 const keys = new Map<string, Promise<CryptoKey>>();
@@ -59,8 +61,9 @@ export async function signAccessToken(ctx: Pick<SsoContext, 'box' | 'cfg'>, proj
 /** Verifies a bearer access token of this project; bad_jwt when it is not one (or expired). */
 export async function verifyAccessToken(ctx: Pick<SsoContext, 'cfg'>, project: AuthProject, token: string): Promise<AccessTokenClaims> {
   try {
-    const key = await importJWK(project.jwt_public_jwk as Record<string, string>, 'ES256');
-    const { payload } = await jwtVerify(token, key, { issuer: authBaseUrl(ctx, project.ref), audience: 'authenticated', algorithms: ['ES256'] });
+    // the current key or a rotated-out one still within its validity, chosen by the token's kid
+    const keys = createLocalJWKSet({ keys: verificationKeys(project) });
+    const { payload } = await jwtVerify(token, keys, { issuer: authBaseUrl(ctx, project.ref), audience: 'authenticated', algorithms: ['ES256'] });
     if (typeof payload.sub !== 'string' || typeof payload.session_id !== 'string') throw new Error('missing sub or session_id');
     return payload as AccessTokenClaims;
   } catch {
@@ -74,4 +77,4 @@ export function bearerToken(header: string | undefined): string {
   return m[1];
 }
 
-export const jwks = (project: AuthProject) => ({ keys: [project.jwt_public_jwk] });
+export const jwks = (project: AuthProject) => ({ keys: verificationKeys(project) });

@@ -10,7 +10,7 @@ import type { AuthProject, SsoContext } from './types.js';
 export async function loadAuthProject(ctx: Pick<SsoContext, 'db'>, ref: string): Promise<AuthProject | null> {
   const r = await ctx.db.query(
     `select j.ref, j.anon_key, j.site_url, j.additional_redirect_urls, j.disable_signup, j.allow_linking, p.features,
-            j.jwt_kid, j.jwt_private_jwk_enc, j.jwt_public_jwk
+            j.jwt_kid, j.jwt_private_jwk_enc, j.jwt_public_jwk, j.jwt_previous_keys
        from projects j join plans p on p.name = j.plan where j.ref = $1`,
     [ref],
   );

@@ -198,7 +198,9 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
     { schema: { tags: ['sso'], summary: "The project's access-token signing keys (JWKS)", security, params } },
     async (req, reply) => {
       const project = await requireApiKey(ctx, req);
-      reply.header('cache-control', 'public, max-age=600');
+      // short: after a key rotation the new key signs at once, and a cache in between must not hide
+      // it for long (clients such as auth-js also refetch when they meet an unknown kid)
+      reply.header('cache-control', 'public, max-age=60');
       return jwks(project);
     },
   );

@@ -4,11 +4,13 @@ import type { FastifyInstance } from 'fastify';
 import type { SsoContext } from './types.js';
 import { registerAuthApi } from './auth-routes.js';
 import { registerProviderRoutes } from './provider-routes.js';
+import { registerSigningKeyRoutes } from './signing-keys.js';
 import { registerUserRoutes } from './user-routes.js';
 
 export async function registerSso(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   await registerProviderRoutes(app, ctx);
   await registerUserRoutes(app, ctx);
+  await registerSigningKeyRoutes(app, ctx);
   await registerAuthApi(app, ctx);
 }
 

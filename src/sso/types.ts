@@ -85,6 +85,8 @@ export interface AuthProject {
   jwt_kid: string;
   jwt_private_jwk_enc: Buffer;
   jwt_public_jwk: Record<string, unknown>;
+  /** rotated-out public keys (signing-keys.ts) */
+  jwt_previous_keys: import('./signing-keys.js').PreviousKey[];
 }
 
 /**
