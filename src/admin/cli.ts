@@ -1,5 +1,6 @@
 // Operator commands: npm run admin -- <command> [--flags]
 // Every command prints one JSON object as its last line, so scripts can read the result.
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError } from '../config.js';
 import { closeContext, createContext, resolveEndpoints } from '../app.js';
@@ -7,6 +8,7 @@ import { createLogger } from '../lib/logger.js';
 import { createProject, ensureOwner, issueOwnerToken, revokeOwnerToken, setPlan, projectUrl, type Plan } from '../management/projects.js';
 import type { AppContext } from '../context.js';
 import { rebuildDeliveries } from '../delivery/projector.js';
+import { recordOperatorAudit } from '../management/audit.js';
 import { replayCommand } from './replay.js';
 import { reseal } from './reseal.js';
 
@@ -26,8 +28,19 @@ const usage = `usage: npm run admin -- <command>
 
 type Handler = (ctx: AppContext, v: Record<string, string | undefined>) => Promise<unknown>;
 
+/** Who ran the command, for the audit trail: the OS user and host (ADMIN_OPERATOR overrides, e.g. a ticket). */
+const operator = () => process.env.ADMIN_OPERATOR?.slice(0, 200) || `${os.userInfo().username}@${os.hostname()}`;
+
 const commands: Record<string, Handler> = {
-  replay: replayCommand,
+  replay: async (ctx, v) => {
+    const out = (await replayCommand(ctx, v)) as { matched: number; replayed: number };
+    await recordOperatorAudit(ctx.db, operator(), v.ref!, {
+      action: 'outbox.replay',
+      resourceType: 'outbox',
+      details: { status: (v.status ?? 'dead').split(','), since: v.since ?? null, until: v.until ?? null, webhook_id: v.webhook ?? null, host: v.host ?? null, replayed: out.replayed },
+    });
+    return out;
+  },
   reseal: (ctx, v) => reseal(ctx, { check: v.check === 'true' }),
   'rebuild-deliveries': (ctx, v) =>
     rebuildDeliveries(ctx, { project: v.project, progress: (done, total) => process.stderr.write(`\rreplayed ${done}/${total} events${done >= total ? "\n" : ""}`) }),
@@ -35,6 +48,12 @@ const commands: Record<string, Handler> = {
     need(v, 'ref', 'plan');
     if (!PLANS.includes(v.plan!)) throw new Error(`--plan must be one of ${PLANS.join(', ')}`);
     const p = await createProject(ctx, { ref: v.ref!, plan: v.plan as Plan, ownerEmail: v.owner ?? `owner-${v.ref}@localhost`, databaseUrl: v['database-url'] });
+    await recordOperatorAudit(ctx.db, operator(), p.ref, {
+      action: 'project.create',
+      resourceType: 'project',
+      resourceId: p.ref,
+      details: { plan: v.plan, owner_id: p.owner_id, managed_database: !v['database-url'] },
+    });
     const { token } = await issueOwnerToken(ctx, p.owner_id, `create-project ${v.ref}`);
     return { ref: p.ref, owner_token: token, anon_key: p.anon_key, project_url: p.project_url, database_url: p.database_url };
   },
@@ -51,7 +70,9 @@ const commands: Record<string, Handler> = {
   'set-plan': async (ctx, v) => {
     need(v, 'ref', 'plan');
     if (!PLANS.includes(v.plan!)) throw new Error(`--plan must be one of ${PLANS.join(', ')}`);
+    const before = await ctx.db.query('select plan from projects where ref = $1', [v.ref]);
     await setPlan(ctx, v.ref!, v.plan as Plan);
+    await recordOperatorAudit(ctx.db, operator(), v.ref!, { action: 'project.set_plan', resourceType: 'project', resourceId: v.ref, details: { from: before.rows[0]?.plan ?? null, to: v.plan } });
     return { ref: v.ref, plan: v.plan };
   },
   'list-projects': async (ctx) => {

@@ -28,7 +28,9 @@ export type AuditAction =
   | 'user.create'
   | 'user.update'
   | 'user.delete'
-  | 'auth.signing_key.rotate';
+  | 'auth.signing_key.rotate'
+  | 'project.create'
+  | 'project.set_plan';
 
 export interface AuditEvent {
   action: AuditAction;
@@ -47,6 +49,18 @@ export async function recordAudit(q: Queryable, req: FastifyRequest, ref: string
   );
 }
 
+/**
+ * A change made with the operator command (`npm run admin`), outside the Management API: no owner,
+ * no token, no request; `operator` names who ran it (OS user@host).
+ */
+export async function recordOperatorAudit(q: Queryable, operator: string, ref: string, e: AuditEvent): Promise<void> {
+  await q.query(
+    `insert into audit_log (project_ref, operator, action, resource_type, resource_id, details)
+     values ($1, $2, $3, $4, $5, $6)`,
+    [ref, operator, e.action, e.resourceType, e.resourceId ?? null, e.details ?? {}],
+  );
+}
+
 const entry = {
   type: 'object',
   properties: {
@@ -57,7 +71,12 @@ const entry = {
     details: { type: 'object', additionalProperties: true },
     actor: {
       type: 'object',
-      properties: { owner_id: { type: ['string', 'null'] }, token_id: { type: ['string', 'null'] }, token_name: { type: ['string', 'null'] } },
+      properties: {
+        owner_id: { type: ['string', 'null'] },
+        token_id: { type: ['string', 'null'] },
+        token_name: { type: ['string', 'null'] },
+        operator: { type: ['string', 'null'], description: 'set instead of an owner for changes made with npm run admin (user@host)' },
+      },
     },
     request_id: { type: ['string', 'null'] },
     created_at: timestamp,
@@ -70,7 +89,7 @@ export function registerAudit(app: FastifyInstance, ctx: Pick<AppContext, 'db'>)
     {
       schema: {
         tags: ['audit'],
-        summary: 'Changes made to the project through the Management API, newest first',
+        summary: 'Changes made to the project through the Management API (and by operators with npm run admin), newest first',
         ...owner,
         params: refParams,
         querystring: {
@@ -88,7 +107,7 @@ export function registerAudit(app: FastifyInstance, ctx: Pick<AppContext, 'db'>)
       const limit = Number(req.query.limit ?? 50);
       const r = await ctx.db.query(
         `select a.id::text, a.action, a.resource_type, a.resource_id, a.details, a.owner_id, a.token_id, t.name as token_name,
-                a.request_id, a.created_at
+                a.operator, a.request_id, a.created_at
            from audit_log a left join owner_tokens t on t.id = a.token_id
           where a.project_ref = $1 and ($2::bigint is null or a.id < $2::bigint)
           order by a.id desc limit $3`,
@@ -100,7 +119,7 @@ export function registerAudit(app: FastifyInstance, ctx: Pick<AppContext, 'db'>)
         resource_type: x.resource_type,
         resource_id: x.resource_id,
         details: x.details,
-        actor: { owner_id: x.owner_id, token_id: x.token_id, token_name: x.token_name },
+        actor: { owner_id: x.owner_id, token_id: x.token_id, token_name: x.token_name, operator: x.operator },
         request_id: x.request_id,
         created_at: iso(x.created_at),
       }));
