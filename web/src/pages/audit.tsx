@@ -1,25 +1,23 @@
 // The audit trail: every change made through the Management API, newest first (never a secret value).
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect } from 'preact/hooks';
 import { api, seg } from '../api';
 import type { SectionProps } from './project';
 import type { AuditEntry } from '../types';
+import { Empty, Failure, Loading, when } from '../ui/feedback';
+import { Pager, usePager } from '../ui/pager';
 
 const PAGE = 50;
-import { Empty, ErrorNote, Failure, Loading, when } from '../ui/feedback';
-import { useAction } from '../ui/use-resource';
 
 export function Audit({ project }: SectionProps) {
   const base = `projects/${seg(project.ref)}/audit`;
-  const [rows, setRows] = useState<AuditEntry[] | null>(null);
-  const [cursor, setCursor] = useState<string | null>(null);
   // Pages of PAGE entries; `before` is the id of the oldest entry shown so far.
-  const load = useAction(async (before: string | null) => {
+  const pager = usePager(async (before) => {
     const q = new URLSearchParams({ limit: String(PAGE) });
     if (before) q.set('before', before);
     const page = await api<AuditEntry[]>('GET', `${base}?${q}`);
-    setRows((prev) => (before && prev ? [...prev, ...page] : page));
-    setCursor(page.length === PAGE ? page[page.length - 1].id : null);
+    return { rows: page, next: page.length === PAGE ? page[page.length - 1].id : null };
   });
+  const { rows, load } = pager;
   useEffect(() => void load.run(null), []);
 
   return (
@@ -66,12 +64,7 @@ export function Audit({ project }: SectionProps) {
           </tbody>
         </table>
       )}
-      {rows && load.error && <ErrorNote error={load.error} />}
-      {cursor && (
-        <button type="button" onClick={() => load.run(cursor)} disabled={load.busy}>
-          {load.busy ? 'Loading…' : 'Load older entries'}
-        </button>
-      )}
+      <Pager pager={pager} more="Load older entries" />
     </>
   );
 }

@@ -4,9 +4,9 @@ import { api, seg } from '../api';
 import { href } from '../router';
 import type { SectionProps } from './project';
 import type { Delivery, DeliveryPage } from '../types';
-import { Empty, ErrorNote, Failure, Loading } from '../ui/feedback';
+import { Empty, Failure, Loading } from '../ui/feedback';
 import { Select } from '../ui/form';
-import { useAction } from '../ui/use-resource';
+import { Pager, usePager } from '../ui/pager';
 import { DeliveryView, StatusBadge, lastResult } from './delivery-detail';
 import { Replay } from './replay';
 
@@ -22,19 +22,17 @@ function DeliveryList({ project }: SectionProps) {
   const base = `projects/${seg(project.ref)}/outbox/deliveries`;
   const [status, setStatus] = useState<Status>('');
   const [kind, setKind] = useState<Kind>('');
-  const [rows, setRows] = useState<Delivery[] | null>(null);
-  const [cursor, setCursor] = useState<string | null>(null);
   const [replaying, setReplaying] = useState(false);
 
-  const load = useAction(async (after: string | null) => {
+  const pager = usePager(async (after) => {
     const q = new URLSearchParams();
     if (status) q.set('status', status);
     if (kind) q.set('kind', kind);
     if (after) q.set('cursor', after);
     const page = await api<DeliveryPage>('GET', `${base}${q.size ? `?${q}` : ''}`);
-    setRows((prev) => (after && prev ? [...prev, ...page.deliveries] : page.deliveries));
-    setCursor(page.next_cursor ?? null);
+    return { rows: page.deliveries, next: page.next_cursor ?? null };
   });
+  const { rows, setRows, load } = pager;
   useEffect(() => {
     setRows(null);
     void load.run(null);
@@ -114,12 +112,7 @@ function DeliveryList({ project }: SectionProps) {
           </tbody>
         </table>
       )}
-      {rows && load.error && <ErrorNote error={load.error} />}
-      {cursor && (
-        <button type="button" onClick={() => load.run(cursor)} disabled={load.busy}>
-          {load.busy ? 'Loading…' : 'Load older deliveries'}
-        </button>
-      )}
+      <Pager pager={pager} more="Load older deliveries" />
       {replaying && <Replay path={`projects/${seg(project.ref)}/outbox/replay`} onClose={() => setReplaying(false)} onDone={() => load.run(null)} />}
     </>
   );

@@ -5,7 +5,7 @@ import { href, navigate } from '../router';
 import type { Certificate, Project, Provider } from '../types';
 import { CopyField } from '../ui/copy-field';
 import { Badge, ErrorNote, Failure, Loading, Notice, when } from '../ui/feedback';
-import { Confirm } from '../ui/dialog';
+import { ConfirmDelete } from '../ui/dialog';
 import { useAction, useResource } from '../ui/use-resource';
 import { ProviderEdit } from './provider-edit';
 
@@ -114,10 +114,9 @@ export function ProviderView({ project, id }: { project: Project; id: string }) 
       <ProviderEdit key={v.updated_at} provider={v} path={path} onSaved={() => (setFlash('Provider saved.'), p.reload())} />
 
       {deleting && (
-        <Confirm title={`Delete ${v.name}?`} confirmLabel="Delete" danger busy={remove.busy} onConfirm={() => remove.run()} onCancel={() => setDeleting(false)}>
+        <ConfirmDelete title={`Delete ${v.name}?`} action={remove} onConfirm={() => remove.run()} onCancel={() => setDeleting(false)}>
           <p>Users of its domains can no longer sign in through it. Their accounts stay, but their identities from this provider are removed.</p>
-          <ErrorNote error={remove.error} />
-        </Confirm>
+        </ConfirmDelete>
       )}
     </>
   );

@@ -4,7 +4,7 @@ import { api, seg } from '../api';
 import type { SectionProps } from './project';
 import type { Secret } from '../types';
 import { Empty, ErrorNote, Failure, Loading, Notice, when } from '../ui/feedback';
-import { Confirm } from '../ui/dialog';
+import { ConfirmDelete } from '../ui/dialog';
 import { Field } from '../ui/form';
 import { useAction, useResource } from '../ui/use-resource';
 
@@ -94,10 +94,9 @@ export function Secrets({ project }: SectionProps) {
       </form>
 
       {deleting && (
-        <Confirm title={`Delete ${deleting.name}?`} confirmLabel="Delete" danger busy={remove.busy} onConfirm={() => remove.run(deleting)} onCancel={() => setDeleting(null)}>
+        <ConfirmDelete title={`Delete ${deleting.name}?`} action={remove} onConfirm={() => remove.run(deleting)} onCancel={() => setDeleting(null)}>
           <p>Requests that reference it will fail with an unknown secret until you set it again.</p>
-          <ErrorNote error={remove.error} />
-        </Confirm>
+        </ConfirmDelete>
       )}
     </>
   );

@@ -4,7 +4,7 @@ import { api, seg } from '../api';
 import type { SectionProps } from './project';
 import type { Smtp } from '../types';
 import { ErrorNote, Failure, Loading, Notice, PlanLimit, when } from '../ui/feedback';
-import { Confirm } from '../ui/dialog';
+import { ConfirmDelete } from '../ui/dialog';
 import { Field, Select } from '../ui/form';
 import { useAction, useResource } from '../ui/use-resource';
 
@@ -115,10 +115,9 @@ function SmtpForm({ refName, plan }: { refName: string; plan: string }) {
         </div>
       </form>
       {confirmDelete && (
-        <Confirm title="Remove the SMTP settings?" confirmLabel="Remove" danger busy={remove.busy} onConfirm={() => remove.run()} onCancel={() => setConfirmDelete(false)}>
+        <ConfirmDelete title="Remove the SMTP settings?" confirmLabel="Remove" action={remove} onConfirm={() => remove.run()} onCancel={() => setConfirmDelete(false)}>
           <p>Mail from this project will use the platform default server.</p>
-          <ErrorNote error={remove.error} />
-        </Confirm>
+        </ConfirmDelete>
       )}
     </>
   );

@@ -4,7 +4,7 @@ import { api, seg } from '../api';
 import type { SectionProps } from './project';
 import type { User, UserPage } from '../types';
 import { Badge, Empty, ErrorNote, Failure, Loading, Notice, when } from '../ui/feedback';
-import { Confirm } from '../ui/dialog';
+import { Confirm, ConfirmDelete } from '../ui/dialog';
 import { Check, Field, Select } from '../ui/form';
 import { useAction, useResource } from '../ui/use-resource';
 
@@ -155,10 +155,9 @@ export function Users({ project }: SectionProps) {
         </Confirm>
       )}
       {deleting && (
-        <Confirm title={`Delete ${deleting.email || 'this user'}?`} confirmLabel="Delete" danger busy={remove.busy} onConfirm={() => remove.run(deleting)} onCancel={() => setDeleting(null)}>
+        <ConfirmDelete title={`Delete ${deleting.email || 'this user'}?`} action={remove} onConfirm={() => remove.run(deleting)} onCancel={() => setDeleting(null)}>
           <p>The user, their identities and sessions are removed.</p>
-          <ErrorNote error={remove.error} />
-        </Confirm>
+        </ConfirmDelete>
       )}
     </>
   );

@@ -4,7 +4,7 @@ import { api, seg } from '../api';
 import type { SectionProps } from './project';
 import type { Webhook } from '../types';
 import { Badge, Empty, ErrorNote, Failure, Loading, Notice, when } from '../ui/feedback';
-import { Confirm, Dialog } from '../ui/dialog';
+import { Confirm, ConfirmDelete, Dialog } from '../ui/dialog';
 import { useAction, useResource } from '../ui/use-resource';
 import { OneTimeSecret } from './webhook-secret';
 import { WebhookForm } from './webhook-form';
@@ -115,12 +115,11 @@ export function Webhooks({ project }: SectionProps) {
         </Confirm>
       )}
       {mode?.kind === 'delete' && (
-        <Confirm title="Delete this webhook?" confirmLabel="Delete" danger busy={remove.busy} onConfirm={() => remove.run(mode.hook)} onCancel={() => setMode(null)}>
+        <ConfirmDelete title="Delete this webhook?" action={remove} onConfirm={() => remove.run(mode.hook)} onCancel={() => setMode(null)}>
           <p>
             <strong>{mode.hook.name}</strong> stops sending at once; messages already queued for it end as <em>dead</em> without a request.
           </p>
-          <ErrorNote error={remove.error} />
-        </Confirm>
+        </ConfirmDelete>
       )}
     </>
   );

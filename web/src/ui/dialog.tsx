@@ -1,6 +1,8 @@
 // A modal built on <dialog>: the browser gives focus trapping, Escape to close and a backdrop.
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
+import type { ApiFailure } from '../api';
+import { ErrorNote } from './feedback';
 
 export function Dialog({ title, onClose, children }: { title: string; onClose: () => void; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -44,5 +46,23 @@ export function Confirm(props: {
         </button>
       </div>
     </Dialog>
+  );
+}
+
+/** Asks before deleting: what goes away is said in children; the delete's own error shows in the dialog. */
+export function ConfirmDelete(props: {
+  title: string;
+  children: ComponentChildren;
+  /** the running delete (a useAction): its busy state and error */
+  action: { busy: boolean; error?: ApiFailure };
+  confirmLabel?: string;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  return (
+    <Confirm title={props.title} confirmLabel={props.confirmLabel ?? 'Delete'} danger busy={props.action.busy} onConfirm={props.onConfirm} onCancel={props.onCancel}>
+      {props.children}
+      <ErrorNote error={props.action.error} />
+    </Confirm>
   );
 }

@@ -20,14 +20,34 @@ interface FieldProps {
   max?: number;
 }
 
-export function Field(p: FieldProps) {
-  const id = useId('f');
+/** The hint under a control, tied to it by aria-describedby={hintOf(id, hint)}. */
+const hintOf = (id: string, hint?: ComponentChildren) => (hint ? `${id}-hint` : undefined);
+function Hint({ id, hint }: { id: string; hint?: ComponentChildren }) {
+  return hint ? (
+    <p class="hint" id={`${id}-hint`}>
+      {hint}
+    </p>
+  ) : null;
+}
+
+/** A control under its label (with * when required), its hint below. */
+function Labelled({ id, label, required, hint, children }: { id: string; label: string; required?: boolean; hint?: ComponentChildren; children: ComponentChildren }) {
   return (
     <div class="field">
       <label for={id}>
-        {p.label}
-        {p.required && <span aria-hidden="true"> *</span>}
+        {label}
+        {required && <span aria-hidden="true"> *</span>}
       </label>
+      {children}
+      <Hint id={id} hint={hint} />
+    </div>
+  );
+}
+
+export function Field(p: FieldProps) {
+  const id = useId('f');
+  return (
+    <Labelled id={id} label={p.label} required={p.required} hint={p.hint}>
       <input
         id={id}
         name={p.name}
@@ -41,26 +61,17 @@ export function Field(p: FieldProps) {
         class={p.mono ? 'mono' : undefined}
         min={p.min}
         max={p.max}
-        aria-describedby={p.hint ? `${id}-hint` : undefined}
+        aria-describedby={hintOf(id, p.hint)}
         onInput={(e) => p.onInput(e.currentTarget.value)}
       />
-      {p.hint && (
-        <p class="hint" id={`${id}-hint`}>
-          {p.hint}
-        </p>
-      )}
-    </div>
+    </Labelled>
   );
 }
 
 export function TextArea(p: Omit<FieldProps, 'type'> & { rows?: number }) {
   const id = useId('t');
   return (
-    <div class="field">
-      <label for={id}>
-        {p.label}
-        {p.required && <span aria-hidden="true"> *</span>}
-      </label>
+    <Labelled id={id} label={p.label} required={p.required} hint={p.hint}>
       <textarea
         id={id}
         name={p.name}
@@ -70,15 +81,10 @@ export function TextArea(p: Omit<FieldProps, 'type'> & { rows?: number }) {
         placeholder={p.placeholder}
         spellcheck={false}
         class={p.mono ? 'mono' : undefined}
-        aria-describedby={p.hint ? `${id}-hint` : undefined}
+        aria-describedby={hintOf(id, p.hint)}
         onInput={(e) => p.onInput(e.currentTarget.value)}
       />
-      {p.hint && (
-        <p class="hint" id={`${id}-hint`}>
-          {p.hint}
-        </p>
-      )}
-    </div>
+    </Labelled>
   );
 }
 
@@ -86,13 +92,9 @@ export function Check({ label, checked, onChange, hint }: { label: string; check
   const id = useId('c');
   return (
     <div class="check">
-      <input id={id} type="checkbox" checked={checked} onChange={(e) => onChange(e.currentTarget.checked)} aria-describedby={hint ? `${id}-hint` : undefined} />
+      <input id={id} type="checkbox" checked={checked} onChange={(e) => onChange(e.currentTarget.checked)} aria-describedby={hintOf(id, hint)} />
       <label for={id}>{label}</label>
-      {hint && (
-        <p class="hint" id={`${id}-hint`}>
-          {hint}
-        </p>
-      )}
+      <Hint id={id} hint={hint} />
     </div>
   );
 }
@@ -100,8 +102,7 @@ export function Check({ label, checked, onChange, hint }: { label: string; check
 export function Select<T extends string>({ label, value, options, onChange }: { label: string; value: T; options: [T, string][]; onChange: (v: T) => void }) {
   const id = useId('s');
   return (
-    <div class="field">
-      <label for={id}>{label}</label>
+    <Labelled id={id} label={label}>
       <select id={id} value={value} onChange={(e) => onChange(e.currentTarget.value as T)}>
         {options.map(([v, text]) => (
           <option key={v} value={v}>
@@ -109,7 +110,7 @@ export function Select<T extends string>({ label, value, options, onChange }: { 
           </option>
         ))}
       </select>
-    </div>
+    </Labelled>
   );
 }
 
