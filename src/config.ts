@@ -32,11 +32,37 @@ const duration = z.string().transform((s, ctx) => {
   }
 });
 
+/** "<max>/<window>" (e.g. 30/5m), or "off": a rate limit per client. */
+export interface RateLimit {
+  max: number;
+  windowMs: number;
+}
+const rateLimit = z.string().transform((s, ctx): RateLimit | null => {
+  if (s.trim() === 'off') return null;
+  const m = /^\s*(\d{1,7})\s*\/\s*(\S+)\s*$/.exec(s);
+  try {
+    if (!m || Number(m[1]) < 1) throw new Error('use <max>/<window> such as 30/5m, or off');
+    const windowMs = parseDuration(m[2]);
+    if (windowMs < 1000) throw new Error('the window must be at least 1s');
+    return { max: Number(m[1]), windowMs };
+  } catch (e) {
+    ctx.addIssue({ code: 'custom', message: (e as Error).message });
+    return z.NEVER;
+  }
+});
+
 const schema = z.object({
   APP_ENV: z.enum(['development', 'test', 'production']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   HOST: z.string().default('127.0.0.1'),
   PORT: port.default(8000),
+  /**
+   * Which proxies' X-Forwarded-For to believe for the client IP (rate limits, logs): Fastify's
+   * trustProxy: "true", "false", a hop count, or comma-separated addresses/CIDRs/ranges. The default
+   * trusts loopback and private networks (a load balancer in the same VPC); a client on the internet
+   * cannot forge its address through it.
+   */
+  TRUST_PROXY: z.string().default('loopback,linklocal,uniquelocal'),
   /** Base URL the outside world reaches the API on; project_url, callback and ACS URLs derive from it. */
   PUBLIC_URL: z.string().url().optional(),
   /** Which roles this process runs (svix-style): api, dispatcher, projector. */
@@ -113,6 +139,12 @@ const schema = z.object({
 
   // Sessions (SSO).
   ACCESS_TOKEN_TTL: duration.prefault('1h'),
+  /**
+   * Requests per client IP and project to the public auth endpoints, as "<max>/<window>" ("off"
+   * disables): starting a sign-in (POST /sso) and POST /token (code exchange, refresh).
+   */
+  AUTH_RATE_LIMIT_SSO: rateLimit.prefault('30/5m'),
+  AUTH_RATE_LIMIT_TOKEN: rateLimit.prefault('150/5m'),
   REFRESH_TOKEN_TTL: duration.prefault('30d'),
   SSO_FLOW_TTL: duration.prefault('10m'),
   AUTH_CODE_TTL: duration.prefault('5m'),

@@ -32,7 +32,7 @@ async function main() {
     log.fatal({ err, worker }, 'consumer crashed and will not restart; exiting');
     process.exit(1);
   });
-  const app = cfg.ROLES.includes('api') ? await buildServer({ logger: log, publicUrl: cfg.publicUrl }) : null;
+  const app = cfg.ROLES.includes('api') ? await buildServer({ logger: log, publicUrl: cfg.publicUrl, trustProxy: cfg.TRUST_PROXY }) : null;
   if (app) {
     await registerRoutes(app, ctx);
     await app.listen({ host: cfg.HOST, port: cfg.PORT });

@@ -3,6 +3,7 @@
 import Fastify, { type FastifyInstance, type FastifyError, type FastifyBaseLogger, type FastifyReply } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import rateLimit from '@fastify/rate-limit';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Logger } from 'pino';
@@ -12,6 +13,20 @@ export interface ServerOptions {
   logger: Logger;
   publicUrl: string;
   bodyLimit?: number;
+  /** TRUST_PROXY (config.ts); default: loopback and private networks */
+  trustProxy?: string;
+}
+
+/** TRUST_PROXY as Fastify takes it: a boolean, a hop count, or addresses/CIDRs. */
+export function trustProxyOption(raw = 'loopback,linklocal,uniquelocal'): boolean | string | ((addr: string, hop: number) => boolean) {
+  const v = raw.trim();
+  if (v === 'true') return true;
+  if (v === 'false' || v === '') return false;
+  if (/^\d+$/.test(v)) {
+    const hops = Number(v);
+    return (_addr, hop) => hop < hops; // trust the nearest `hops` proxies
+  }
+  return v;
 }
 
 export async function buildServer(opts: ServerOptions): Promise<FastifyInstance> {
@@ -23,7 +38,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
-    trustProxy: true,
+    trustProxy: trustProxyOption(opts.trustProxy),
     // Unknown body fields are refused (additionalProperties: false in every schema); coercion only
     // for querystrings and params, never for bodies.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, useDefaults: true } },
@@ -66,6 +81,13 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  // Rate limits are per route (config.rateLimit, e.g. the public auth endpoints), in memory per
+  // process: with N api processes behind a balancer a client gets up to N times the limit.
+  await app.register(rateLimit, {
+    global: false,
+    errorResponseBuilder: (_req, c) => new ApiError('rate_limited', `Too many requests: at most ${c.max} per ${Math.round(c.ttl / 1000) || 1} s from one client; retry after ${c.after}.`),
+  });
 
   app.setNotFoundHandler((req, reply) => {
     reply.code(404).send(new ApiError('not_found', `No route for ${req.method} ${req.url.split('?')[0]}.`).toJSON());

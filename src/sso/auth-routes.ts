@@ -5,7 +5,8 @@
 //
 // Error bodies keep the service's {code, message}; the X-Supabase-Api-Version header tells
 // auth-js (>= API 2024-01-01) to read `code` as its error code.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { RateLimit } from '../config.js';
 import { ApiError } from '../errors.js';
 import { bearerToken, jwks, verifyAccessToken } from './access-tokens.js';
 import { requireApiKey } from './auth-project.js';
@@ -32,6 +33,18 @@ interface SsoBody {
   skip_http_redirect?: boolean;
   code_challenge?: string | null;
   code_challenge_method?: string | null;
+}
+
+/** Per client IP and project (the anon key is public, so the key is not an identity). */
+function limited(limit: RateLimit | null) {
+  if (!limit) return {};
+  return {
+    rateLimit: {
+      max: limit.max,
+      timeWindow: limit.windowMs,
+      keyGenerator: (req: FastifyRequest) => `${req.ip}|${(req.params as { ref?: string }).ref ?? ''}`,
+    },
+  };
 }
 
 export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Promise<void> {
@@ -70,6 +83,7 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
   app.post<{ Params: { ref: string }; Body: SsoBody }>(
     '/projects/:ref/auth/v1/sso',
     {
+      config: limited(ctx.cfg.AUTH_RATE_LIMIT_SSO),
       schema: {
         tags: ['sso'],
         summary: 'Start an SSO sign-in (signInWithSSO)',
@@ -132,6 +146,7 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
   app.post<{ Params: { ref: string }; Querystring: { grant_type: 'pkce' | 'refresh_token' }; Body: { auth_code?: string; code_verifier?: string; refresh_token?: string } }>(
     '/projects/:ref/auth/v1/token',
     {
+      config: limited(ctx.cfg.AUTH_RATE_LIMIT_TOKEN),
       schema: {
         tags: ['sso'],
         summary: 'Exchange a sign-in code (grant_type=pkce) or a refresh token for a session',

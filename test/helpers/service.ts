@@ -75,7 +75,7 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
   } as NodeJS.ProcessEnv);
   const log = createLogger(cfg.LOG_LEVEL);
   const ctx = await createContext(cfg, log, { databaseUrl: controlUrl, adminDatabaseUrl: s.adminDatabaseUrl, kafkaBrokers: s.kafkaBrokers, connectUrl: s.connectUrl });
-  const app = await buildServer({ logger: log, publicUrl: cfg.publicUrl });
+  const app = await buildServer({ logger: log, publicUrl: cfg.publicUrl, trustProxy: cfg.TRUST_PROXY });
   await registerRoutes(app, ctx);
   await app.listen({ host: '127.0.0.1', port });
   const workers = await startWorkers(ctx, cfg.ROLES);

@@ -40,7 +40,8 @@ describe('OIDC sign-in', () => {
   }
 
   beforeAll(async () => {
-    svc = await startTestService();
+    // dozens of sign-ins from one address for one project; the limit itself: sso-rate-limit.test.ts
+    svc = await startTestService({ env: { AUTH_RATE_LIMIT_SSO: 'off' } });
     project = await svc.project('enterprise', { siteUrl: app });
     const callback = [`${project.projectUrl}/auth/v1/sso/oidc/callback`];
     [acme, eu] = await Promise.all([startOidcIdp({ redirectUris: callback, extraClaims: ['department'] }), startOidcIdp({ redirectUris: callback })]);
