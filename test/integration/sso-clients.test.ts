@@ -1,28 +1,11 @@
 // The two clients a project's app would use, driven through a real OIDC sign-in: the unchanged
 // @supabase/supabase-js client (signInWithSSO with skipBrowserRedirect, exchangeCodeForSession,
 // then getUser, getClaims, refreshSession and signOut), and the project's own small client.
-import { createClient as createSupabaseClient } from '@supabase/supabase-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
+import { supabaseClient } from '../helpers/supabase.js';
 import { arriveAt, startOidcIdp, type OidcIdp } from '../helpers/oidc-idp.js';
-
-function memory() {
-  const items = new Map<string, string>();
-  return { getItem: (k: string) => items.get(k) ?? null, setItem: (k: string, v: string) => void items.set(k, v), removeItem: (k: string) => void items.delete(k) };
-}
-
-// supabase-js builds its realtime client eagerly and Node 20 has no global WebSocket; realtime is not
-// used here, so it gets a transport that refuses to connect. The auth client is untouched.
-class NoWebSocket {
-  constructor() {
-    throw new Error('realtime is not used in these tests');
-  }
-}
-const supabaseOptions = () => ({
-  auth: { flowType: 'pkce' as const, persistSession: false, autoRefreshToken: false, detectSessionInUrl: false, storage: memory() },
-  realtime: { transport: NoWebSocket as unknown as typeof WebSocket },
-});
 
 describe('SSO clients', () => {
   let svc: TestService;
@@ -49,7 +32,7 @@ describe('SSO clients', () => {
   });
 
   it('completes a sign-in with @supabase/supabase-js unchanged', async () => {
-    const supabase = createSupabaseClient(project.projectUrl, project.anonKey, supabaseOptions());
+    const supabase = supabaseClient(project);
     const { data, error } = await supabase.auth.signInWithSSO({ domain: 'clients.test', options: { redirectTo, skipBrowserRedirect: true } });
     expect(error).toBeNull();
     const landed = await arriveAt(await idp.login(data!.url, 'sb-1'));
@@ -77,7 +60,7 @@ describe('SSO clients', () => {
   });
 
   it('surfaces service errors through supabase-js with their codes', async () => {
-    const supabase = createSupabaseClient(project.projectUrl, project.anonKey, supabaseOptions());
+    const supabase = supabaseClient(project);
     const { data, error } = await supabase.auth.signInWithSSO({ domain: 'nobody.test', options: { skipBrowserRedirect: true } });
     expect(data).toBeNull();
     expect(error).toMatchObject({ status: 404, code: 'sso_provider_not_found' });

@@ -1,16 +1,10 @@
 // Rate limits of the public auth endpoints (AUTH_RATE_LIMIT_SSO, AUTH_RATE_LIMIT_TOKEN): per client
 // IP and project, 429 rate_limited with Retry-After, the client IP taken from X-Forwarded-For only
 // when the proxy is trusted (TRUST_PROXY). The sign-in limit is tested at its default.
-import { createClient as createSupabaseClient } from '@supabase/supabase-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authCall, pkcePair } from '../helpers/oidc-idp.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
-
-class NoWebSocket {
-  constructor() {
-    throw new Error('realtime is not used in these tests');
-  }
-}
+import { supabaseClient } from '../helpers/supabase.js';
 
 describe('rate limits of the public auth endpoints', () => {
   let svc: TestService;
@@ -43,10 +37,7 @@ describe('rate limits of the public auth endpoints', () => {
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
 
     // supabase-js reports it as an error with the status
-    const supabase = createSupabaseClient(project.projectUrl, project.anonKey, {
-      auth: { flowType: 'pkce', persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
-      realtime: { transport: NoWebSocket as unknown as typeof WebSocket },
-    });
+    const supabase = supabaseClient(project);
     const { error } = await supabase.auth.signInWithSSO({ domain: 'nobody.test' });
     expect(error?.status).toBe(429);
 

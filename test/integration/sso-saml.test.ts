@@ -3,26 +3,14 @@
 // fresh response to the service's own AuthnRequest, domain routing, certificate rotation with
 // refresh_metadata, and both clients (@supabase/supabase-js unchanged, and the project's own).
 import { DOMParser } from '@xmldom/xmldom';
-import { createClient as createSupabaseClient } from '@supabase/supabase-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.js';
 import { exchangeCode, startSignIn } from '../helpers/oidc-idp.js';
 import { postToAcs, readAuthnRequest, serveMetadata, TestIdp, testKeys } from '../helpers/saml-idp.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
+import { supabaseClient } from '../helpers/supabase.js';
 
 const MD = 'urn:oasis:names:tc:SAML:2.0:metadata';
-
-function memory() {
-  const items = new Map<string, string>();
-  return { getItem: (k: string) => items.get(k) ?? null, setItem: (k: string, v: string) => void items.set(k, v), removeItem: (k: string) => void items.delete(k) };
-}
-// supabase-js builds its realtime client eagerly and Node 20 has no global WebSocket; realtime is
-// not used here. The auth client is untouched.
-class NoWebSocket {
-  constructor() {
-    throw new Error('realtime is not used in these tests');
-  }
-}
 
 describe('SAML providers and sign-in', () => {
   let svc: TestService;
@@ -217,10 +205,7 @@ describe('SAML providers and sign-in', () => {
 
   describe('clients', () => {
     it('completes a SAML sign-in with @supabase/supabase-js unchanged', async () => {
-      const supabase = createSupabaseClient(project.projectUrl, project.anonKey, {
-        auth: { flowType: 'pkce', persistSession: false, autoRefreshToken: false, detectSessionInUrl: false, storage: memory() },
-        realtime: { transport: NoWebSocket as unknown as typeof WebSocket },
-      });
+      const supabase = supabaseClient(project);
       const { data, error } = await supabase.auth.signInWithSSO({ domain: 'corp.test', options: { redirectTo: `${app}/auth/callback`, skipBrowserRedirect: true } });
       expect(error).toBeNull();
       const request = readAuthnRequest(data!.url);

@@ -2,37 +2,22 @@
 // verifying, through /user and through the JWKS that @supabase/supabase-js's getClaims reads), the
 // next refresh is signed by the new key, and the old key leaves the JWKS once tokens it signed have
 // expired. Driven with the unchanged supabase-js client against a real OIDC IdP.
-import { createClient as createSupabaseClient } from '@supabase/supabase-js';
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { arriveAt, startOidcIdp, type OidcIdp } from '../helpers/oidc-idp.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
-
-function memory() {
-  const items = new Map<string, string>();
-  return { getItem: (k: string) => items.get(k) ?? null, setItem: (k: string, v: string) => void items.set(k, v), removeItem: (k: string) => void items.delete(k) };
-}
-class NoWebSocket {
-  constructor() {
-    throw new Error('realtime is not used in these tests');
-  }
-}
+import { supabaseClient } from '../helpers/supabase.js';
 
 describe('access-token signing key rotation', () => {
   let svc: TestService;
   let project: TestProject;
   let idp: OidcIdp;
   const keysPath = () => `/v1/projects/${project.ref}/auth/signing-keys`;
-  const supabase = () =>
-    createSupabaseClient(project.projectUrl, project.anonKey, {
-      auth: { flowType: 'pkce', persistSession: false, autoRefreshToken: false, detectSessionInUrl: false, storage: memory() },
-      realtime: { transport: NoWebSocket as unknown as typeof WebSocket },
-    });
   const user = (token: string) => fetch(`${project.projectUrl}/auth/v1/user`, { headers: { apikey: project.anonKey, authorization: `Bearer ${token}` } });
   const jwksKids = async () => ((await (await fetch(`${project.projectUrl}/auth/v1/.well-known/jwks.json`, { headers: { apikey: project.anonKey } })).json()).keys as { kid: string }[]).map((k) => k.kid);
 
   async function signIn() {
-    const client = supabase();
+    const client = supabaseClient(project);
     const { data } = await client.auth.signInWithSSO({ domain: 'keys.test', options: { redirectTo: 'http://app.test/cb', skipBrowserRedirect: true } });
     const landed = await arriveAt(await idp.login(data!.url, 'kim-1'));
     const { data: s, error } = await client.auth.exchangeCodeForSession(landed.searchParams.get('code')!);
