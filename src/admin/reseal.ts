@@ -24,51 +24,26 @@ interface SealedColumn {
   aad(row: Record<string, string>): string;
 }
 
+/** `key`: an SQL expression naming the row as text; `extra`: further columns the AAD needs. */
+function sealed(table: string, column: string, key: string, aadOf: (row: Record<string, string>) => string, extra = ''): SealedColumn {
+  return {
+    name: `${table}.${column}`,
+    select: `select ${key} as pk${extra ? `, ${extra}` : ''}, ${column} as enc from ${table} where ${column} is not null`,
+    update: `update ${table} set ${column} = $1 where ${key} = $2 and ${column} = $3`,
+    aad: aadOf,
+  };
+}
+
 // Every *_enc column of migrations/*.sql. A unit test checks this list against the migrations, so a
 // new sealed column cannot be forgotten here.
 export const SEALED_COLUMNS: SealedColumn[] = [
-  {
-    name: 'projects.database_url_enc',
-    select: 'select ref as pk, database_url_enc as enc from projects',
-    update: 'update projects set database_url_enc = $1 where ref = $2 and database_url_enc = $3',
-    aad: (r) => aad.databaseUrl(r.pk),
-  },
-  {
-    name: 'projects.jwt_private_jwk_enc',
-    select: 'select ref as pk, jwt_private_jwk_enc as enc from projects',
-    update: 'update projects set jwt_private_jwk_enc = $1 where ref = $2 and jwt_private_jwk_enc = $3',
-    aad: (r) => aad.jwtKey(r.pk),
-  },
-  {
-    name: 'secrets.value_enc',
-    select: "select project_ref || '/' || name as pk, project_ref, name, value_enc as enc from secrets",
-    update: "update secrets set value_enc = $1 where project_ref || '/' || name = $2 and value_enc = $3",
-    aad: (r) => aad.secret(r.project_ref, r.name),
-  },
-  {
-    name: 'smtp_settings.password_enc',
-    select: 'select project_ref as pk, password_enc as enc from smtp_settings where password_enc is not null',
-    update: 'update smtp_settings set password_enc = $1 where project_ref = $2 and password_enc = $3',
-    aad: (r) => aad.smtpPassword(r.pk),
-  },
-  {
-    name: 'webhook_signing_secrets.secret_enc',
-    select: 'select id::text as pk, webhook_id::text as webhook_id, secret_enc as enc from webhook_signing_secrets',
-    update: 'update webhook_signing_secrets set secret_enc = $1 where id = $2::uuid and secret_enc = $3',
-    aad: (r) => aad.signingSecret(r.webhook_id),
-  },
-  {
-    name: 'sso_providers.client_secret_enc',
-    select: 'select id::text as pk, client_secret_enc as enc from sso_providers where client_secret_enc is not null',
-    update: 'update sso_providers set client_secret_enc = $1 where id = $2::uuid and client_secret_enc = $3',
-    aad: (r) => aad.clientSecret(r.pk),
-  },
-  {
-    name: 'sso_flows.idp_code_verifier_enc',
-    select: 'select id::text as pk, idp_code_verifier_enc as enc from sso_flows where idp_code_verifier_enc is not null',
-    update: 'update sso_flows set idp_code_verifier_enc = $1 where id = $2::uuid and idp_code_verifier_enc = $3',
-    aad: (r) => aad.flowVerifier(r.pk),
-  },
+  sealed('projects', 'database_url_enc', 'ref', (r) => aad.databaseUrl(r.pk)),
+  sealed('projects', 'jwt_private_jwk_enc', 'ref', (r) => aad.jwtKey(r.pk)),
+  sealed('secrets', 'value_enc', "project_ref || '/' || name", (r) => aad.secret(r.project_ref, r.name), 'project_ref, name'),
+  sealed('smtp_settings', 'password_enc', 'project_ref', (r) => aad.smtpPassword(r.pk)),
+  sealed('webhook_signing_secrets', 'secret_enc', 'id::text', (r) => aad.signingSecret(r.webhook_id), 'webhook_id::text as webhook_id'),
+  sealed('sso_providers', 'client_secret_enc', 'id::text', (r) => aad.clientSecret(r.pk)),
+  sealed('sso_flows', 'idp_code_verifier_enc', 'id::text', (r) => aad.flowVerifier(r.pk)),
 ];
 
 export interface ColumnReport {
