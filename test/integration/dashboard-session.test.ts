@@ -1,6 +1,7 @@
 // The owner's dashboard in a real browser (test/helpers/dashboard.ts): how the page is served, signing
-// in and out, plan limits. Every request the page makes must stay on the service's origin and no
-// Content-Security-Policy violation may occur. Screenshots go to docs/screenshots/ for the README.
+// in and out, the access-token signing keys, plan limits. Every request the page makes must stay on
+// the service's origin and no Content-Security-Policy violation may occur. Screenshots go to
+// docs/screenshots/ for the README.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueOwnerToken, revokeOwnerToken } from '../../src/management/projects.js';
 import { startDashboard, type Dashboard } from '../helpers/dashboard.js';
@@ -66,7 +67,6 @@ describe('dashboard: serving, sign-in and sign-out', () => {
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
     expect(await page.getByRole('textbox', { name: 'Project URL' }).inputValue()).toBe(owner.projectUrl);
     expect(await page.getByRole('textbox', { name: 'Anon key' }).inputValue()).toBe(owner.anonKey);
-    await d.shot('overview');
     await page.getByRole('textbox', { name: 'Allowed redirect URLs' }).fill('https://app.example.com/after-sso');
     await page.getByLabel('Allow linking an SSO identity').check();
     await page.getByRole('button', { name: 'Save sign-in settings' }).click();
@@ -77,6 +77,69 @@ describe('dashboard: serving, sign-in and sign-out', () => {
     // the other owner's project is not reachable by its ref either
     await d.open(`/p/${stranger.ref}`);
     await page.getByRole('alert').filter({ hasText: 'project_not_found' }).waitFor();
+  });
+
+  it('lists the access-token signing keys and rotates the key after a confirmation', async () => {
+    const { svc, owner, page } = d;
+    const keysPath = `/v1/projects/${owner.ref}/auth/signing-keys`;
+    const before = await svc.api(owner.ownerToken, 'GET', keysPath);
+    expect(before.status).toBe(200);
+    expect(before.body.keys).toEqual([expect.objectContaining({ status: 'current', valid_until: null })]);
+    const oldKid: string = before.body.keys[0].kid;
+    const jwksKids = async () =>
+      ((await (await fetch(`${owner.projectUrl}/auth/v1/.well-known/jwks.json`, { headers: { apikey: owner.anonKey } })).json()).keys as { kid: string }[]).map((k) => k.kid);
+
+    await d.open(`/p/${owner.ref}`);
+    const rows = page.getByRole('table', { name: 'Access-token signing keys' }).locator('tbody tr');
+    await rows.first().waitFor();
+    expect(await rows.count()).toBe(1);
+    expect(await rows.first().textContent()).toContain(oldKid);
+    expect(await rows.first().textContent()).toContain('current');
+    expect(await page.getByRole('textbox', { name: 'JWKS URL' }).inputValue()).toBe(`${owner.projectUrl}/auth/v1/.well-known/jwks.json`);
+
+    // the confirmation explains that nobody is signed out; cancelling rotates nothing
+    await page.getByRole('button', { name: 'Rotate signing key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Rotate the signing key?' });
+    await dialog.waitFor();
+    const explained = await dialog.textContent();
+    expect(explained).toContain('Signed-in users stay signed in');
+    expect(explained).toContain(oldKid);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect(await dialog.count()).toBe(0);
+    expect((await svc.api(owner.ownerToken, 'GET', keysPath)).body.keys.map((k: { kid: string }) => k.kid)).toEqual([oldKid]);
+
+    await page.getByRole('button', { name: 'Rotate signing key' }).click();
+    await dialog.getByRole('button', { name: 'Rotate' }).click();
+    const done = page.getByRole('status').filter({ hasText: 'signs new access tokens from now on' });
+    await done.waitFor();
+    expect(await dialog.count()).toBe(0);
+
+    // the API has a new current key and keeps the old one as previous; the page shows both, and until when the old one verifies
+    const after = await svc.api(owner.ownerToken, 'GET', keysPath);
+    const [current, previous] = after.body.keys;
+    expect(after.body.keys).toHaveLength(2);
+    expect(current).toMatchObject({ status: 'current' });
+    expect(current.kid).not.toBe(oldKid);
+    expect(previous).toMatchObject({ kid: oldKid, status: 'previous' });
+    expect(Date.parse(previous.valid_until)).toBeGreaterThan(Date.now());
+    expect(await rows.count()).toBe(2);
+    const shownUntil = await page.evaluate((iso: string) => new Date(iso).toLocaleString(), previous.valid_until);
+    const [first, second] = [await rows.nth(0).textContent(), await rows.nth(1).textContent()];
+    expect(first).toContain(current.kid);
+    expect(first).toContain('current');
+    expect(second).toContain(oldKid);
+    expect(second).toContain('previous');
+    expect(second).toContain(shownUntil);
+    const said = await done.textContent();
+    expect(said).toContain(current.kid);
+    expect(said).toContain(shownUntil);
+    expect(await jwksKids()).toEqual([current.kid, oldKid]);
+
+    const audit = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/audit`);
+    expect(audit.body).toContainEqual(
+      expect.objectContaining({ action: 'auth.signing_key.rotate', resource_type: 'signing_key', resource_id: current.kid, details: expect.objectContaining({ previous_kid: oldKid }) }),
+    );
+    await d.shot('overview');
   });
 
   it('explains a plan limit instead of showing a form', async () => {

@@ -157,3 +157,18 @@ export interface UserPage {
   per_page: number;
 }
 
+
+/** A project's access-token signing key (public part only). */
+export interface SigningKey {
+  kid: string;
+  /** current signs new tokens; previous ones only verify the tokens they signed */
+  status: 'current' | 'previous';
+  retired_at: string | null;
+  /** until when a previous key keeps verifying; null for the current key */
+  valid_until: string | null;
+  public_jwk: Record<string, unknown>;
+}
+
+export interface SigningKeys {
+  keys: SigningKey[];
+}

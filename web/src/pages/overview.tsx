@@ -1,8 +1,10 @@
-// What a client needs to talk to the project (URL, anon key) and what its plan includes.
+// What a client needs to talk to the project (URL, anon key), what its plan includes, its sign-in
+// settings and its access-token signing keys.
 import type { SectionProps } from './project';
 import { CopyField } from '../ui/copy-field';
 import { Badge, when } from '../ui/feedback';
 import { AuthSettings } from './auth-settings';
+import { SigningKeys } from './signing-keys';
 
 export function Overview({ project: p, onChanged }: SectionProps & { onChanged: () => void }) {
   return (
@@ -29,6 +31,7 @@ export function Overview({ project: p, onChanged }: SectionProps & { onChanged: 
       <CopyField label="Project URL" value={p.project_url} />
       <CopyField label="Anon key" value={p.anon_key} />
       <AuthSettings project={p} onChanged={onChanged} />
+      <SigningKeys project={p} />
     </>
   );
 }
