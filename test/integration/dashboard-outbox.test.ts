@@ -1,9 +1,11 @@
 // The owner's dashboard in a real browser (test/helpers/dashboard.ts): the outbox side. Webhooks and
 // their signing secrets, secrets, deliveries to a real receiver (retry, replay), SMTP settings and the
-// audit trail of all of it. Every request the page makes must stay on the service's origin and no
-// Content-Security-Policy violation may occur. Screenshots go to docs/screenshots/ for the README.
+// audit trail of all of it, beside a change an operator made with npm run admin. Every request the
+// page makes must stay on the service's origin and no Content-Security-Policy violation may occur.
+// Screenshots go to docs/screenshots/ for the README.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordOperatorAudit } from '../../src/management/audit.js';
 import { startDashboard, type Dashboard } from '../helpers/dashboard.js';
 import { eventually } from '../helpers/env.js';
 import { Receiver } from '../helpers/receiver.js';
@@ -187,12 +189,25 @@ describe('dashboard: webhooks, secrets, deliveries, SMTP and audit', () => {
     const smtp = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/smtp`);
     expect(smtp.body).toMatchObject({ host: 'smtp.example.com', user: 'mailer', password_set: true, sender_email: 'no-reply@example.com', tls_mode: 'starttls' });
 
+    // a change made with npm run admin, recorded the way the CLI does: no owner or token, an operator
+    await recordOperatorAudit(svc.ctx.db, 'ops@ticket-4711', owner.ref, {
+      action: 'project.set_plan',
+      resourceType: 'project',
+      resourceId: owner.ref,
+      details: { from: 'pro', to: 'enterprise' },
+    });
+    const [byOperator] = (await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/audit?limit=1`)).body;
+    expect(byOperator).toMatchObject({ action: 'project.set_plan', actor: { owner_id: null, token_id: null, operator: 'ops@ticket-4711' } });
+
     await d.open(`/p/${owner.ref}/audit`);
     const trail = page.getByRole('table', { name: 'Audit trail, newest first' });
     await trail.waitFor();
     const text = await trail.textContent();
-    for (const action of ['smtp.put', 'secret.create', 'webhook.rotate_secret', 'webhook.create']) expect(text).toContain(action);
+    for (const action of ['smtp.put', 'secret.create', 'webhook.rotate_secret', 'webhook.create', 'project.set_plan']) expect(text).toContain(action);
     expect(text).not.toContain('smtp-password-never-shown');
+    const who = (action: string) => trail.locator('tbody tr').filter({ has: page.getByText(action, { exact: true }) }).first().locator('td').nth(1).textContent();
+    expect(await who('project.set_plan')).toBe('operator: ops@ticket-4711');
+    expect(await who('smtp.put')).not.toContain('operator');
     await d.shot('audit');
   });
 

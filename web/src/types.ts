@@ -131,7 +131,8 @@ export interface DeliveryPage {
 
 export interface AuditEntry {
   id: string;
-  actor?: { owner_id: string | null; token_id: string | null; token_name: string | null };
+  /** an owner and the token used, or (for changes made with npm run admin) the operator instead */
+  actor?: { owner_id: string | null; token_id: string | null; token_name: string | null; operator?: string | null };
   action: string;
   resource_type: string;
   resource_id?: string | null;

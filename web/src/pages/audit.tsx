@@ -8,6 +8,12 @@ import { Pager, usePager } from '../ui/pager';
 
 const PAGE = 50;
 
+/** An operator (npm run admin) has no owner or token; an owner's change names the token it used. */
+function who(actor: AuditEntry['actor']): string {
+  if (actor?.operator) return `operator: ${actor.operator}`;
+  return actor?.token_name ? `token “${actor.token_name}”` : 'owner';
+}
+
 export function Audit({ project }: SectionProps) {
   const base = `projects/${seg(project.ref)}/audit`;
   // Pages of PAGE entries; `before` is the id of the oldest entry shown so far.
@@ -22,7 +28,7 @@ export function Audit({ project }: SectionProps) {
 
   return (
     <>
-      <p class="lead">Who changed what and when, for every change made through the Management API or this page.</p>
+      <p class="lead">Who changed what and when, for every change made through the Management API or this page, and by an operator with <code>npm run admin</code>.</p>
       {load.error && !rows && <Failure error={load.error} />}
       {!rows && !load.error && <Loading what="Loading the audit trail" />}
       {rows?.length === 0 && <Empty>Nothing changed yet.</Empty>}
@@ -42,7 +48,7 @@ export function Audit({ project }: SectionProps) {
             {rows.map((a) => (
               <tr key={a.id}>
                 <td>{when(a.created_at)}</td>
-                <td>{a.actor?.token_name ? `token “${a.actor.token_name}”` : 'owner'}</td>
+                <td>{who(a.actor)}</td>
                 <td>
                   <code>{a.action}</code>
                 </td>
