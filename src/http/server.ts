@@ -86,7 +86,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
   // process: with N api processes behind a balancer a client gets up to N times the limit.
   await app.register(rateLimit, {
     global: false,
-    errorResponseBuilder: (_req, c) => new ApiError('rate_limited', `Too many requests: at most ${c.max} per ${Math.round(c.ttl / 1000) || 1} s from one client; retry after ${c.after}.`),
+    errorResponseBuilder: (_req, c) => new ApiError('rate_limited', `Too many requests from this client (at most ${c.max} in the window); retry after ${c.after}.`),
   });
 
   app.setNotFoundHandler((req, reply) => {

@@ -38,6 +38,23 @@ export const TEXT = '^[^\\u0000-\\u001f\\u007f\\ud800-\\udfff]*$';
 
 /** False when a string holds an unpaired surrogate (the u flag makes the class match only those). */
 export const wellFormed = (s: string): boolean => !/[\ud800-\udfff]/u.test(s);
+/** As TEXT, but tabs and line breaks are allowed (XML documents). */
+export const MULTILINE_TEXT = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f\\ud800-\\udfff]*$';
+
+/**
+ * A free-form JSON value (metadata) that Postgres can store as jsonb: no NUL character and no
+ * unpaired surrogate in any string or key. Otherwise 400 validation_failed naming the field.
+ */
+export function assertStorableJson(field: string, value: unknown): void {
+  const bad = (s: string) => s.includes('\u0000') || !wellFormed(s);
+  const walk = (v: unknown): boolean => {
+    if (typeof v === 'string') return bad(v);
+    if (Array.isArray(v)) return v.some(walk);
+    if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => bad(k) || walk(x));
+    return false;
+  };
+  if (walk(value)) throw new ApiError('validation_failed', `${field} must not contain NUL characters or unpaired surrogates.`);
+}
 
 export const planErrorResponse = { 402: { description: 'feature_not_in_plan', ...errorSchema } } as const;
 

@@ -1,6 +1,7 @@
 // attribute_mapping (spec 2.2): which IdP claim feeds which user field. The stored mapping holds
 // only what the owner set; the defaults of the provider's kind fill the rest at sign-in, so a
 // later change of defaults reaches existing providers.
+import { TEXT } from '../management/schemas.js';
 
 export interface AttributeMapping {
   email?: string;
@@ -33,17 +34,17 @@ export const attributeMappingSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    email: { type: 'string', minLength: 1, maxLength: 256 },
-    email_verified: { type: 'string', minLength: 1, maxLength: 256 },
-    name: { type: 'string', minLength: 1, maxLength: 256 },
-    first_name: { type: 'string', minLength: 1, maxLength: 256 },
-    last_name: { type: 'string', minLength: 1, maxLength: 256 },
-    image: { type: 'string', minLength: 1, maxLength: 256 },
+    email: { type: 'string', minLength: 1, maxLength: 256, pattern: TEXT },
+    email_verified: { type: 'string', minLength: 1, maxLength: 256, pattern: TEXT },
+    name: { type: 'string', minLength: 1, maxLength: 256, pattern: TEXT },
+    first_name: { type: 'string', minLength: 1, maxLength: 256, pattern: TEXT },
+    last_name: { type: 'string', minLength: 1, maxLength: 256, pattern: TEXT },
+    image: { type: 'string', minLength: 1, maxLength: 256, pattern: TEXT },
     extra: {
       type: 'object',
       maxProperties: 50,
       propertyNames: { pattern: '^[A-Za-z0-9_.:-]{1,64}$' },
-      additionalProperties: { type: 'string', minLength: 1, maxLength: 256 },
+      additionalProperties: { type: 'string', minLength: 1, maxLength: 256, pattern: TEXT },
     },
   },
 } as const;

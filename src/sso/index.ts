@@ -11,7 +11,9 @@ export async function registerSso(app: FastifyInstance, ctx: SsoContext): Promis
   await registerProviderRoutes(app, ctx);
   await registerUserRoutes(app, ctx);
   await registerSigningKeyRoutes(app, ctx);
-  await registerAuthApi(app, ctx);
+  // its own scope: the public auth API's lenient JSON parser (auth-js posts an empty JSON body to
+  // /logout) must not reach the owner's Management API routes, which refuse malformed JSON
+  await app.register(async (scope) => registerAuthApi(scope, ctx));
 }
 
 export { completeSignIn, failureRedirect } from './sign-in.js';

@@ -7,6 +7,7 @@ import { withTransaction } from '../db/pool.js';
 import { ApiError } from '../errors.js';
 import { recordAudit } from '../management/audit.js';
 import { errorSchema, refParam } from '../management/owner-auth.js';
+import { MULTILINE_TEXT, noQuery, TEXT } from '../management/schemas.js';
 import { attributeMappingSchema } from './attribute-mapping.js';
 import { normalizeDomain } from './domain-routing.js';
 import { guardedProject, ownerGuard } from './owner-guard.js';
@@ -18,15 +19,15 @@ import type { ProviderInput, ProviderRow, SsoContext } from './types.js';
 const KIND_SPECIFIC: (keyof ProviderInput)[] = ['issuer', 'client_id', 'client_secret', 'scopes', 'metadata_url', 'metadata_xml', 'refresh_metadata'];
 
 const fields = {
-  name: { type: 'string', minLength: 1, maxLength: 200 },
+  name: { type: 'string', minLength: 1, maxLength: 200, pattern: TEXT },
   enabled: { type: 'boolean' },
-  domains: { type: 'array', minItems: 1, maxItems: 50, items: { type: 'string', minLength: 1, maxLength: 253 } },
-  issuer: { type: 'string', minLength: 1, maxLength: 2048 },
-  client_id: { type: 'string', minLength: 1, maxLength: 512 },
-  client_secret: { type: 'string', minLength: 1, maxLength: 4096 },
+  domains: { type: 'array', minItems: 1, maxItems: 50, items: { type: 'string', minLength: 1, maxLength: 253, pattern: TEXT } },
+  issuer: { type: 'string', minLength: 1, maxLength: 2048, pattern: TEXT },
+  client_id: { type: 'string', minLength: 1, maxLength: 512, pattern: TEXT },
+  client_secret: { type: 'string', minLength: 1, maxLength: 4096, pattern: TEXT },
   scopes: { type: 'array', maxItems: 50, items: { type: 'string', pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$' } },
-  metadata_url: { type: 'string', minLength: 1, maxLength: 2048 },
-  metadata_xml: { type: 'string', minLength: 1, maxLength: 512_000 },
+  metadata_url: { type: 'string', minLength: 1, maxLength: 2048, pattern: TEXT },
+  metadata_xml: { type: 'string', minLength: 1, maxLength: 512_000, pattern: MULTILINE_TEXT },
   attribute_mapping: attributeMappingSchema,
   trust_email: { type: 'boolean' },
   jit: { type: 'boolean' },
@@ -101,7 +102,8 @@ async function mustGet(ctx: SsoContext, ref: string, id: string): Promise<Provid
 
 export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   const base = '/v1/projects/:ref/auth/providers';
-  const common = { tags: ['sso'], security: [{ ownerToken: [] }] };
+  // no query parameters unless a route declares its own (the users list does)
+  const common = { tags: ['sso'], security: [{ ownerToken: [] }] , querystring: noQuery };
   const onRequest = ownerGuard(ctx, 'sso');
   const errors = { 400: errorSchema, 401: errorSchema, 402: errorSchema, 404: errorSchema };
 

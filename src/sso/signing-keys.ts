@@ -15,7 +15,7 @@ import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import { withTransaction } from '../db/pool.js';
 import { recordAudit } from '../management/audit.js';
 import { errorSchema, refParam } from '../management/owner-auth.js';
-import { refuseBody } from '../management/schemas.js';
+import { noQuery, refuseBody } from '../management/schemas.js';
 import { aad, type SecretBox } from '../lib/secret-box.js';
 import { ownerGuard } from './owner-guard.js';
 import type { AuthProject, SsoContext } from './types.js';
@@ -105,7 +105,7 @@ export async function registerSigningKeyRoutes(app: FastifyInstance, ctx: SsoCon
 
   app.get<{ Params: { ref: string } }>(
     base,
-    { onRequest, preValidation: refuseBody, schema: { ...common, summary: "The project's access-token signing keys (public parts only)", params: refParam, response: { 200: keysView, ...errors } } },
+    { onRequest, preValidation: refuseBody, schema: { ...common, summary: "The project's access-token signing keys (public parts only)", params: refParam, querystring: noQuery, response: { 200: keysView, ...errors } } },
     async (req) => listKeys(ctx, req.params.ref),
   );
 
@@ -118,6 +118,7 @@ export async function registerSigningKeyRoutes(app: FastifyInstance, ctx: SsoCon
         ...common,
         summary: 'Rotate the signing key: a new key signs from now on; the previous one keeps verifying for ACCESS_TOKEN_TTL',
         params: refParam,
+        querystring: noQuery,
         response: { 200: keysView, ...errors },
       },
     },

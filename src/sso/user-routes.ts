@@ -9,6 +9,7 @@ import { withTransaction } from '../db/pool.js';
 import { ApiError } from '../errors.js';
 import { recordAudit } from '../management/audit.js';
 import { errorSchema, refParam } from '../management/owner-auth.js';
+import { assertStorableJson, noQuery, TEXT } from '../management/schemas.js';
 import { emailDomain } from './domain-routing.js';
 import { guardedProject, ownerGuard } from './owner-guard.js';
 import { isUuid } from './provider-store.js';
@@ -35,7 +36,8 @@ function banUntil(duration: string): Date | null {
 
 export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   const base = '/v1/projects/:ref/auth/users';
-  const common = { tags: ['users'], security: [{ ownerToken: [] }] };
+  // no query parameters unless a route declares its own (the users list does)
+  const common = { tags: ['users'], security: [{ ownerToken: [] }] , querystring: noQuery };
   const onRequest = ownerGuard(ctx);
 
   app.get<{ Params: { ref: string }; Querystring: { page?: string; per_page?: string } }>(
@@ -89,7 +91,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
           type: 'object',
           additionalProperties: false,
           required: ['email'],
-          properties: { email: { type: 'string', maxLength: 320 }, email_confirm: { type: 'boolean' }, user_metadata: metadata, app_metadata: metadata },
+          properties: { email: { type: 'string', maxLength: 320, pattern: TEXT }, email_confirm: { type: 'boolean' }, user_metadata: metadata, app_metadata: metadata },
         },
         response: { 409: errorSchema },
       },
@@ -98,6 +100,8 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
       const project = guardedProject(req);
       const { email, email_confirm, user_metadata, app_metadata } = req.body;
       if (!emailDomain(email) || !/^[^\s@]+@[^\s@]+$/.test(email)) throw new ApiError('validation_failed', 'body.email is not a valid email address.');
+      assertStorableJson('body.user_metadata', user_metadata);
+      assertStorableJson('body.app_metadata', app_metadata);
       let id: string;
       try {
         id = await withTransaction(ctx.db, async (c) => {
@@ -139,7 +143,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
           type: 'object',
           additionalProperties: false,
           minProperties: 1,
-          properties: { ban_duration: { type: 'string', minLength: 1, maxLength: 32 }, email_confirm: { type: 'boolean' } },
+          properties: { ban_duration: { type: 'string', minLength: 1, maxLength: 32, pattern: TEXT }, email_confirm: { type: 'boolean' } },
         },
       },
     },

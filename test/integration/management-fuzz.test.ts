@@ -33,6 +33,11 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/v1/projects/{ref}/smtp' },
   { method: 'DELETE', path: '/v1/projects/{ref}/smtp' },
   { method: 'GET', path: '/v1/projects/{ref}/audit', query: { limit: '10' } },
+  { method: 'GET', path: '/v1/projects/{ref}/auth/signing-keys' },
+  { method: 'POST', path: '/v1/projects/{ref}/auth/signing-keys/rotate' },
+  { method: 'GET', path: '/v1/projects/{ref}/auth/providers/sso' },
+  { method: 'GET', path: '/v1/projects/{ref}/auth/users', query: { page: '1' } },
+  { method: 'POST', path: '/v1/projects/{ref}/auth/users', body: { email: 'fuzz@example.com', email_confirm: true } },
 ];
 
 const methodsFor = (path: string) => new Set(ROUTES.filter((r) => r.path === path).flatMap((r) => (r.method === 'GET' ? ['GET', 'HEAD'] : [r.method])));
@@ -122,7 +127,7 @@ describe('Management API fuzz: malformed requests get a 4xx JSON error, never a 
       withBody.chain((r) => field(r).chain((k) => wrongFor(r.body![k]).map((v) => base(r, { body: JSON.stringify({ ...r.body, [k]: v }) })))),
       fc.tuple(noBodyNotGet, fc.oneof(fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }), { minKeys: 1, maxKeys: 3 }), fc.array(fc.jsonValue({ maxDepth: 1 })), fc.constantFrom(null, 1, 'x', true))).map(([r, v]) => base(r, { headers: json, body: JSON.stringify(v) })),
       fc
-        .tuple(fc.constant(ROUTES.at(-1)!), fc.constantFrom('limit', 'before'), fc.oneof(oddString, fc.constantFrom('0', '101', '-5', '1.5', '99999999999999999999', 'abc')))
+        .tuple(fc.constant(ROUTES.find((r) => r.path.endsWith('/audit'))!), fc.constantFrom('limit', 'before'), fc.oneof(oddString, fc.constantFrom('0', '101', '-5', '1.5', '99999999999999999999', 'abc')))
         .filter(([, k, v]) => !(k === 'limit' ? /^(?:[1-9][0-9]?|100)$/ : /^[1-9][0-9]{0,17}$/).test(v))
         .map(([r, k, v]) => base(r, { path: withQuery(r, { [k]: v }) })),
     ).map(tag('wrong type'));

@@ -116,6 +116,23 @@ describe('SSO provider and user management', () => {
     expect((await svc.api(null, 'GET', path())).status).toBe(401);
   });
 
+  it('refuses user and provider text Postgres cannot store (NUL, unpaired surrogates) with 400, not 500', async () => {
+    const users = `/v1/projects/${project.ref}/auth/users`;
+    for (const body of [
+      { email: 'nul\u0000@corp.test' },
+      { email: 'meta@corp.test', user_metadata: { team: 'a\u0000b' } },
+      { email: 'meta@corp.test', app_metadata: { nested: [{ ['k\u0000']: 1 }] } },
+      { email: 'meta@corp.test', user_metadata: { team: 'half \ud800 pair' } },
+    ]) {
+      const r = await owner('POST', users, body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body.code).toBe('validation_failed');
+    }
+    const p = await owner('POST', `/v1/projects/${project.ref}/auth/providers/sso`, { kind: 'saml', name: 'x\u0000', domains: ['nul.test'], metadata_xml: '<x/>' });
+    expect(p.status).toBe(400);
+    expect(p.body.code).toBe('validation_failed');
+  });
+
   it('manages users: create verified or not, refuse duplicates, ban, unban, delete', async () => {
     const users = `/v1/projects/${project.ref}/auth/users`;
     const a = await owner('POST', users, { email: 'Ann@Corp.test', email_confirm: true });
