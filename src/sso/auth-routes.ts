@@ -8,6 +8,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RateLimit } from '../config.js';
 import { ApiError } from '../errors.js';
+import { TEXT } from '../management/schemas.js';
 import { bearerToken, jwks, verifyAccessToken } from './access-tokens.js';
 import { requireApiKey } from './auth-project.js';
 import { emailDomain, normalizeDomain } from './domain-routing.js';
@@ -23,7 +24,9 @@ import { loadUser, presentUser } from './user-view.js';
 const API_VERSION = '2024-01-01';
 const params = { type: 'object', required: ['ref'], properties: { ref: { type: 'string', pattern: '^[a-z][a-z0-9-]{2,39}$' } } } as const;
 const security = [{ apiKey: [] }];
-const nullableString = (maxLength: number) => ({ type: ['string', 'null'], maxLength });
+// text fields refuse control characters and unpaired surrogates (400, not a normalised or stored value)
+const text = (maxLength: number, minLength = 0) => ({ type: 'string', minLength, maxLength, pattern: TEXT }) as const;
+const nullableString = (maxLength: number) => ({ type: ['string', 'null'], maxLength, pattern: TEXT });
 
 interface SsoBody {
   provider_id?: string;
@@ -93,10 +96,10 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
           type: 'object',
           additionalProperties: false,
           properties: {
-            provider_id: { type: 'string', maxLength: 64 },
-            domain: { type: 'string', maxLength: 253 },
-            email: { type: 'string', maxLength: 320 },
-            redirect_to: { type: 'string', maxLength: 2048 },
+            provider_id: text(64),
+            domain: text(253),
+            email: text(320),
+            redirect_to: text(2048),
             skip_http_redirect: { type: 'boolean' },
             code_challenge: nullableString(128),
             code_challenge_method: nullableString(16),
@@ -157,9 +160,9 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
           type: 'object',
           additionalProperties: false,
           properties: {
-            auth_code: { type: 'string', minLength: 1, maxLength: 256 },
-            code_verifier: { type: 'string', minLength: 1, maxLength: 256 },
-            refresh_token: { type: 'string', minLength: 1, maxLength: 256 },
+            auth_code: text(256, 1),
+            code_verifier: text(256, 1),
+            refresh_token: text(256, 1),
           },
         },
       },
