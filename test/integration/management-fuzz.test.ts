@@ -38,6 +38,10 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/v1/projects/{ref}/auth/providers/sso' },
   { method: 'GET', path: '/v1/projects/{ref}/auth/users', query: { page: '1' } },
   { method: 'POST', path: '/v1/projects/{ref}/auth/users', body: { email: 'fuzz@example.com', email_confirm: true } },
+  { method: 'GET', path: '/v1/projects/{ref}/outbox/deliveries', query: { limit: '10', status: 'dead' } },
+  { method: 'GET', path: '/v1/projects/{ref}/outbox/deliveries/{id}' },
+  { method: 'POST', path: '/v1/projects/{ref}/outbox/deliveries/{id}/retry' },
+  { method: 'POST', path: '/v1/projects/{ref}/outbox/replay', body: { status: 'dead', host: 'example.com' } },
 ];
 
 const methodsFor = (path: string) => new Set(ROUTES.filter((r) => r.path === path).flatMap((r) => (r.method === 'GET' ? ['GET', 'HEAD'] : [r.method])));
@@ -134,8 +138,8 @@ describe('Management API fuzz: malformed requests get a 4xx JSON error, never a 
 
     const unknownKey = fc.string({ minLength: 1, maxLength: 20 });
     const unknownField = fc.oneof(
-      withBody.chain((r) => unknownKey.filter((k) => !(k in r.body!) && !['name', 'table', 'events', 'url', 'headers', 'timeout_ms', 'enabled', 'rotate_secret', 'value', 'host', 'port', 'user', 'password', 'sender_email', 'sender_name', 'tls_mode', 'site_url', 'additional_redirect_urls', 'disable_signup', 'allow_linking'].includes(k)).chain((k) => fc.jsonValue({ maxDepth: 1 }).map((v) => base(r, { body: JSON.stringify({ ...r.body, [k]: v }) })))),
-      fc.tuple(gets, unknownKey.filter((k) => k !== 'limit' && k !== 'before'), oddString).map(([r, k, v]) => base(r, { path: withQuery(r, { [k]: v }) })),
+      withBody.chain((r) => unknownKey.filter((k) => !(k in r.body!) && !['name', 'table', 'events', 'url', 'headers', 'timeout_ms', 'enabled', 'rotate_secret', 'value', 'host', 'port', 'user', 'password', 'sender_email', 'sender_name', 'tls_mode', 'site_url', 'additional_redirect_urls', 'disable_signup', 'allow_linking', 'email', 'email_confirm', 'status', 'since', 'until', 'webhook_id'].includes(k)).chain((k) => fc.jsonValue({ maxDepth: 1 }).map((v) => base(r, { body: JSON.stringify({ ...r.body, [k]: v }) })))),
+      fc.tuple(gets, unknownKey.filter((k) => !['limit', 'before', 'status', 'kind', 'cursor', 'page', 'per_page'].includes(k)), oddString).map(([r, k, v]) => base(r, { path: withQuery(r, { [k]: v }) })),
     ).map(tag('unknown field'));
 
     const huge = fc.oneof(
