@@ -140,7 +140,9 @@ async function main() {
   // message 0.52 instead of 0.21 ms, e2e ~30 % lower).
   const settle = async (next: string) => {
     const t0 = Date.now();
+    const db = new pg.Client({ connectionString: project.databaseUrl });
     try {
+      await db.connect();
       await db.query('vacuum (analyze)');
       await db.query('checkpoint').catch(() => {}); // needs superuser or pg_checkpoint; best effort
       for (let i = 0; i < 120; i++) {
@@ -148,10 +150,12 @@ async function main() {
         if (busy.rows[0].n === 0) break;
         await new Promise((r) => setTimeout(r, 500));
       }
+      log(`settled before ${next} in ${((Date.now() - t0) / 1000).toFixed(1)} s (vacuum, checkpoint)`);
     } catch (err) {
       log(`settling before ${next} failed (${(err as Error).message}); measuring anyway`);
+    } finally {
+      await db.end().catch(() => {});
     }
-    log(`settled before ${next} in ${((Date.now() - t0) / 1000).toFixed(1)} s (vacuum, checkpoint)`);
   };
   const run = async <T extends Phase>(name: string, fn: () => Promise<T>, needsService = true): Promise<T | null> => {
     if (!phasesWanted.has(name)) return null;

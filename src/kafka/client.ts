@@ -19,6 +19,10 @@ export function createKafka(brokers: string[], clientId: string, logger: Logger)
       () =>
       ({ level, log: entry }: LogEntry) => {
         const { message, ...rest } = entry;
+        // Said at every start for the shared idempotent producer (src/app.ts): its retries are
+        // bounded on purpose, so a send fails (and the record stays uncommitted) instead of blocking
+        // forever while Kafka is down; a warning nobody can act on only trains people to ignore warnings.
+        if (message === 'Limiting retries for the idempotent producer may invalidate EoS guarantees') return log.debug(rest, message);
         log[levels[level] ?? 'info'](rest, message);
       },
     retry: { initialRetryTime: 200, retries: 10 },
