@@ -73,7 +73,11 @@ export async function enableOutbox(env: OutboxEnv, ref: string, databaseUrl: str
 
 export interface RefreshResult {
   schema: 'current' | 'reinstalled';
-  connector: 'current' | 'updated' | 'missing';
+  /**
+   * recreated: the connector was gone but its slot was not; registered again, it resumes from the
+   * slot, so nothing committed meanwhile is lost. missing: connector and slot are both gone.
+   */
+  connector: 'current' | 'updated' | 'recreated' | 'missing';
 }
 
 /**
@@ -94,8 +98,15 @@ export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: st
 
   const name = connectorName(ref, env.topicPrefix);
   const current = await env.connect.config(name);
-  if (!current) return { schema, connector: 'missing' };
   const wanted = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic }, env.topicPrefix);
+  if (!current) {
+    // Deleted from Connect (by hand, or Connect lost its config topic) while the project is enabled:
+    // its slot has kept every change since, so registering it again loses nothing.
+    const slot = await withClient(databaseUrl, (c) => c.query('select 1 from pg_replication_slots where slot_name = $1', [slotName(ref, env.topicPrefix)]));
+    if (slot.rowCount === 0) return { schema, connector: 'missing' };
+    await env.connect.upsert(name, wanted);
+    return { schema, connector: 'recreated' };
+  }
   const keys = (o: Record<string, string>) => Object.keys(o).filter((k) => k !== 'name');
   const same = keys(current).length === keys(wanted).length && keys(wanted).every((k) => current[k] === wanted[k]);
   if (same) return { schema, connector: 'current' };

@@ -64,7 +64,8 @@ export async function refreshEnabledOutboxes(
       const r = await refreshOutbox(outboxEnv(ctx), ref, await ctx.projectDbs.url(ref));
       out.set(ref, r);
       if (r.schema !== 'current' || r.connector === 'updated') ctx.log.info({ project: ref, ...r }, 'outbox brought up to this version');
-      if (r.connector === 'missing') ctx.log.warn({ project: ref }, 'the outbox is enabled but its connector is missing');
+      if (r.connector === 'recreated') ctx.log.warn({ project: ref }, 'the outbox connector was missing; registered it again from its replication slot (nothing committed is lost)');
+      if (r.connector === 'missing') ctx.log.error({ project: ref }, 'the outbox is enabled but its connector and replication slot are gone: messages committed since then cannot be captured; disable and enable the outbox to start again');
     } catch (err) {
       out.set(ref, 'failed');
       ctx.log.error({ err, project: ref }, 'refreshing the outbox failed; the next start tries again');

@@ -65,8 +65,32 @@ describe('refreshing an enabled outbox', () => {
     expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current' });
   });
 
-  it('does not re-create a connector that is gone', async () => {
+  it('registers a deleted connector again from its slot, and delivers what was committed while it was gone', async () => {
+    await env.connect.waitRunning(name());
     await env.connect.remove(name());
+    const c = new pg.Client({ connectionString: dbUrl });
+    await c.connect();
+    const marker = `while-gone-${Date.now()}`;
+    await c.query(`select base.http_request('POST', 'https://example.com/hook', '{}'::jsonb, jsonb_build_object('marker', $1::text))`, [marker]);
+    await c.end();
+
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'recreated' });
+    await env.connect.waitRunning(name());
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current' });
+    // the message committed while no connector existed reaches the topic
+    const kafka = new Kafka({ brokers: stack().kafkaBrokers, logLevel: logLevel.NOTHING });
+    const consumer = kafka.consumer({ groupId: uniqueName('rfr-read') });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    const seen = new Promise<void>((resolve) => {
+      void consumer.run({ eachMessage: async ({ message }) => { if (message.value?.toString().includes(marker)) resolve(); } });
+    });
+    await Promise.race([seen, new Promise((_, reject) => setTimeout(() => reject(new Error('the message committed while the connector was gone never arrived')), 60_000))]);
+    await consumer.disconnect();
+  });
+
+  it('reports a project whose connector and slot are both gone, and does not invent a new slot', async () => {
+    await disableOutbox(env, ref, dbUrl);
     expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'missing' });
     expect(await env.connect.config(name())).toBeNull();
   });
