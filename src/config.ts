@@ -63,6 +63,9 @@ const schema = z.object({
    * cannot forge its address through it.
    */
   TRUST_PROXY: z.string().default('loopback,linklocal,uniquelocal'),
+  /** Prometheus metrics (GET /metrics) on a port of their own; unset: off. */
+  METRICS_PORT: port.optional(),
+  METRICS_HOST: z.string().default('127.0.0.1'),
   /** Base URL the outside world reaches the API on; project_url, callback and ACS URLs derive from it. */
   PUBLIC_URL: z.string().url().optional(),
   /** Which roles this process runs (svix-style): api, dispatcher, projector. */

@@ -10,6 +10,7 @@ import { bootstrapDevProject } from './admin/bootstrap.js';
 import { startDevMailSink } from './email/dev-sink.js';
 import { closeEmailTransports } from './email/transport.js';
 import { refreshEnabledOutboxes } from './outbox/service.js';
+import { startMetricsServer } from './lib/metrics.js';
 
 async function main() {
   let cfg;
@@ -38,6 +39,9 @@ async function main() {
     await app.listen({ host: cfg.HOST, port: cfg.PORT });
   }
 
+  const metrics = cfg.METRICS_PORT !== undefined ? await startMetricsServer(cfg.METRICS_HOST, cfg.METRICS_PORT) : null;
+  if (metrics) log.info(`metrics on http://${cfg.METRICS_HOST}:${metrics.port}/metrics`);
+
   const { body } = await healthReport(ctx);
   const parts = Object.entries(body.checks)
     .filter(([k]) => k !== 'connectors')
@@ -64,6 +68,7 @@ async function main() {
       await refreshing;
       closeEmailTransports(ctx);
       await mailSink?.stop();
+      await metrics?.close();
       await closeContext(ctx);
       log.info('stopped');
       process.exit(0);

@@ -19,6 +19,7 @@ import type { LadderDecision, RetryLadder } from './ladder.js';
 import { callbackOf, isoToMicros, type OutboxMessage } from './message.js';
 import type { AttemptOutcome } from './outcome.js';
 import type { OutcomeRecorder } from './recorder.js';
+import { deliveryAttempts, deliveryAttemptSeconds, deliveryLatencySeconds } from '../lib/metrics.js';
 
 /** How long a first attempt runs before its delivery is shown as `pending`. */
 export const PENDING_AFTER_MS = 1000;
@@ -74,6 +75,9 @@ export class AttemptPipeline {
       clearTimeout(pending);
     }
     const finishedAt = Date.now();
+    deliveryAttempts.inc({ kind: msg.kind, outcome: outcome.outcome });
+    deliveryAttemptSeconds.observe({ kind: msg.kind, outcome: outcome.outcome }, Math.max(0, outcome.durationMs) / 1000);
+    if (msg.attempt === 1 && msg.run === 1) deliveryLatencySeconds.observe({ kind: msg.kind }, Math.max(0, finishedAt - createdAt / 1000) / 1000);
 
     let decision: LadderDecision | { final: true; status: 'delivered' };
     if (outcome.outcome === 'failed') decision = await ladder.onFailed(msg, outcome);

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiError, isApiError } from '../errors.js';
+import { httpRequests } from '../lib/metrics.js';
 
 export interface ServerOptions {
   logger: Logger;
@@ -87,6 +88,11 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
   await app.register(rateLimit, {
     global: false,
     errorResponseBuilder: (_req, c) => new ApiError('rate_limited', `Too many requests from this client (at most ${c.max} in the window); retry after ${c.after}.`),
+  });
+
+  // route template (e.g. /v1/projects/:ref/webhooks), never the raw URL: bounded label values
+  app.addHook('onResponse', async (req, reply) => {
+    httpRequests.inc({ method: req.method, route: req.routeOptions.url ?? 'unmatched', status: `${Math.floor(reply.statusCode / 100)}xx` });
   });
 
   app.setNotFoundHandler((req, reply) => {

@@ -1,0 +1,67 @@
+// Prometheus metrics of this process (prom-client), served on METRICS_PORT by a small HTTP server
+// of its own, so dispatcher-only processes (no API) are scraped the same way and /metrics is never
+// reachable through the public API port. Labels are bounded sets (kind, outcome, route template,
+// status class): never a project ref, a target URL or anything a customer controls.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'integrations_' });
+
+export const deliveryAttempts = new Counter({
+  name: 'integrations_delivery_attempts_total',
+  help: 'Delivery attempts made by this process, by kind (webhook, http, email) and outcome (delivered, failed, dead)',
+  labelNames: ['kind', 'outcome'] as const,
+  registers: [registry],
+});
+
+export const deliveryAttemptSeconds = new Histogram({
+  name: 'integrations_delivery_attempt_duration_seconds',
+  help: 'Duration of one delivery attempt (request to answer, or to timeout)',
+  labelNames: ['kind', 'outcome'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [registry],
+});
+
+export const deliveryLatencySeconds = new Histogram({
+  name: 'integrations_delivery_latency_seconds',
+  help: 'From the message being enqueued (its transaction) to the end of its first attempt',
+  labelNames: ['kind'] as const,
+  buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+  registers: [registry],
+});
+
+export const httpRequests = new Counter({
+  name: 'integrations_http_requests_total',
+  help: 'API requests answered, by method, route template and status class',
+  labelNames: ['method', 'route', 'status'] as const,
+  registers: [registry],
+});
+
+export interface MetricsServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** GET /metrics on host:port (text exposition format); anything else is 404. */
+export async function startMetricsServer(host: string, port: number): Promise<MetricsServer> {
+  const server = http.createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"not_found","message":"Only GET /metrics is served here."}');
+      return;
+    }
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      () => res.writeHead(500).end(),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
