@@ -59,10 +59,10 @@ const schema = z.object({
   /**
    * Which proxies' X-Forwarded-For to believe for the client IP (rate limits, logs): Fastify's
    * trustProxy: "true", "false", a hop count, or comma-separated addresses/CIDRs/ranges. The default
-   * trusts loopback and private networks (a load balancer in the same VPC); a client on the internet
-   * cannot forge its address through it.
+   * trusts only loopback (a proxy on the same host): trusting whole private ranges would let a client
+   * behind a forwarding-only balancer (NodePort, NAT) write its own address. Name your proxies.
    */
-  TRUST_PROXY: z.string().default('loopback,linklocal,uniquelocal'),
+  TRUST_PROXY: z.string().default('loopback'),
   /** Prometheus metrics (GET /metrics) on a port of their own; unset: off. */
   METRICS_PORT: port.optional(),
   METRICS_HOST: z.string().default('127.0.0.1'),
@@ -143,7 +143,7 @@ const schema = z.object({
   // Sessions (SSO).
   ACCESS_TOKEN_TTL: duration.prefault('1h'),
   /**
-   * Requests per client IP and project to the public auth endpoints, as "<max>/<window>" ("off"
+   * Requests per client address (IPv6: per /64) to the public auth endpoints, as "<max>/<window>" ("off"
    * disables): starting a sign-in (POST /sso) and POST /token (code exchange, refresh).
    */
   AUTH_RATE_LIMIT_SSO: rateLimit.prefault('30/5m'),

@@ -14,12 +14,12 @@ export interface ServerOptions {
   logger: Logger;
   publicUrl: string;
   bodyLimit?: number;
-  /** TRUST_PROXY (config.ts); default: loopback and private networks */
+  /** TRUST_PROXY (config.ts); default: loopback only */
   trustProxy?: string;
 }
 
 /** TRUST_PROXY as Fastify takes it: a boolean, a hop count, or addresses/CIDRs. */
-export function trustProxyOption(raw = 'loopback,linklocal,uniquelocal'): boolean | string | ((addr: string, hop: number) => boolean) {
+export function trustProxyOption(raw = 'loopback'): boolean | string | ((addr: string, hop: number) => boolean) {
   const v = raw.trim();
   if (v === 'true') return true;
   if (v === 'false' || v === '') return false;
@@ -87,6 +87,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
   // process: with N api processes behind a balancer a client gets up to N times the limit.
   await app.register(rateLimit, {
     global: false,
+    cache: 50_000, // client addresses tracked per route (LRU)
     errorResponseBuilder: (_req, c) => new ApiError('rate_limited', `Too many requests from this client (at most ${c.max} in the window); retry after ${c.after}.`),
   });
 

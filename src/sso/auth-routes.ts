@@ -38,16 +38,26 @@ interface SsoBody {
   code_challenge_method?: string | null;
 }
 
-/** Per client IP and project (the anon key is public, so the key is not an identity). */
+/**
+ * Per client address, across projects: a key that also named the project would let one client
+ * create counters at will (any ref in the path) and push its own out of the limiter's bounded cache.
+ * IPv6 clients are counted per /64, the block one subscriber usually holds. The anon key is public,
+ * so it is not an identity either.
+ */
+export function clientKey(ip: string): string {
+  if (!ip.includes(':')) return ip;
+  const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (v4) return v4[1];
+  const [head, tail = ''] = ip.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
 function limited(limit: RateLimit | null) {
   if (!limit) return {};
-  return {
-    rateLimit: {
-      max: limit.max,
-      timeWindow: limit.windowMs,
-      keyGenerator: (req: FastifyRequest) => `${req.ip}|${(req.params as { ref?: string }).ref ?? ''}`,
-    },
-  };
+  return { rateLimit: { max: limit.max, timeWindow: limit.windowMs, keyGenerator: (req: FastifyRequest) => clientKey(req.ip) } };
 }
 
 export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Promise<void> {

@@ -1,5 +1,5 @@
 // Rate limits of the public auth endpoints (AUTH_RATE_LIMIT_SSO, AUTH_RATE_LIMIT_TOKEN): per client
-// IP and project, 429 rate_limited with Retry-After, the client IP taken from X-Forwarded-For only
+// address across projects, 429 rate_limited with Retry-After, the client IP taken from X-Forwarded-For only
 // when the proxy is trusted (TRUST_PROXY). The sign-in limit is tested at its default.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authCall, pkcePair } from '../helpers/oidc-idp.js';
@@ -27,7 +27,7 @@ describe('rate limits of the public auth endpoints', () => {
     await untrusting?.stop();
   });
 
-  it('allows 30 sign-in starts per client and project in 5 minutes, then answers 429 rate_limited', async () => {
+  it('allows 30 sign-in starts per client in 5 minutes, then answers 429 rate_limited', async () => {
     expect(svc.cfg.AUTH_RATE_LIMIT_SSO).toEqual({ max: 30, windowMs: 300_000 });
     for (let i = 0; i < 30; i++) expect((await start(project)).status).toBe(404); // no provider for the domain: still counted
     const limited = await start(project);
@@ -41,9 +41,11 @@ describe('rate limits of the public auth endpoints', () => {
     const { error } = await supabase.auth.signInWithSSO({ domain: 'nobody.test' });
     expect(error?.status).toBe(429);
 
-    // another project, and another client behind a trusted proxy (loopback), have their own budgets
-    expect((await start(other)).status).toBe(404);
+    // the budget is the client's, across projects (a ref in the path must not buy a fresh counter);
+    // another client behind a trusted proxy (loopback) has its own
+    expect((await start(other)).status).toBe(429);
     expect((await start(project, { 'x-forwarded-for': '203.0.113.7' })).status).toBe(404);
+    expect((await start(other, { 'x-forwarded-for': '203.0.113.7' })).status).toBe(404);
   });
 
   it('does not take the client address from X-Forwarded-For when the proxy is not trusted', async () => {
