@@ -1,7 +1,8 @@
 // Master-key rotation, step 2: re-encrypt every sealed column of the control database under the
 // current MASTER_KEY (README, Operations → Rotate keys).
 //
-//   1. start every process with MASTER_KEY=<new> and MASTER_KEY_PREVIOUS=<old>: they seal with the
+//   0. restart every process with MASTER_KEY=<old> and MASTER_KEY_PREVIOUS=<new> (all can open both);
+//   1. restart every process with MASTER_KEY=<new> and MASTER_KEY_PREVIOUS=<old>: they seal with the
 //      new key and open with either;
 //   2. `npm run admin -- reseal`: each value the current key cannot open is opened with a previous
 //      key and written back sealed under the current one;

@@ -153,7 +153,10 @@ export async function startCallbacks(ctx: AppContext, onFatal: OnFatal = logFata
         if (m.headers?.['event-type']?.toString() !== 'DeliveryAttempted') continue;
         try {
           const ev = decodeEvent(m.headers, m.value);
-          if (ev?.type === 'DeliveryAttempted' && ev.data.final && ev.data.callback_function) work.push(ev.data);
+          // An event older than LEDGER_RETENTION can only be read again when the group's offsets were
+          // lost (a group empty for longer than the broker keeps offsets starts from the beginning):
+          // its callback row may have been pruned already, and calling again is worse than not.
+          if (ev?.type === 'DeliveryAttempted' && ev.data.final && ev.data.callback_function && ev.data.finished_at >= Date.now() - ctx.cfg.LEDGER_RETENTION) work.push(ev.data);
         } catch (err) {
           log.error({ err, offset: m.offset }, 'skipping an undecodable delivery event');
         }

@@ -6,7 +6,10 @@
 //   retry topics keep 7 days (src/kafka/client.ts), so rows older than LEDGER_RETENTION (at least
 //   8 days, config.ts) can no longer match anything.
 // - delivery_callbacks rows that are finished (ok or failed) are kept as long, for the same replay
-//   reason (a replayed final event must find its row and not call again), then deleted.
+//   reason (a replayed final event must find its row and not call again), then deleted; the
+//   callbacks consumer ignores final events older than LEDGER_RETENTION for the same reason.
+// The outbox and retry topics roll a segment a day (src/kafka/client.ts), so 7-day retention means
+// at most ~8 days readable.
 //
 // The deliveries listing is not touched: it is the owner's history (and is rebuilt from the events
 // topic). Deletion runs in slices of SLICE rows so no statement holds locks for long, under an

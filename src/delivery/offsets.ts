@@ -128,6 +128,9 @@ export async function subscribeAll(consumer: import('kafkajs').Consumer, topics:
  */
 export class PeriodicCommitter {
   #done = new Map<string, { topic: string; partition: number; offset: string }>();
+  /** the highest offset committed per partition: nothing lower is ever sent again */
+  #committed = new Map<string, bigint>();
+  #flushing: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -136,7 +139,10 @@ export class PeriodicCommitter {
     private readonly onError: (err: unknown) => void = () => {},
   ) {
     // after a rebalance our partitions may be someone else's: leave their offsets to the new owner
-    consumer.on(consumer.events.GROUP_JOIN, () => this.#done.clear());
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      this.#done.clear();
+      this.#committed.clear();
+    });
   }
 
   /** The batch up to `lastOffset` of this partition is applied. */
@@ -148,18 +154,25 @@ export class PeriodicCommitter {
     this.#timer ??= setInterval(() => void this.flush(), this.intervalMs);
   }
 
+  /** One flush at a time; a tick that finds one running is skipped (its offsets wait for the next). */
   async flush(): Promise<void> {
-    if (this.#done.size === 0) return;
-    const offsets = [...this.#done.values()];
+    if (this.#flushing) return this.#flushing;
+    this.#flushing = this.#flushOnce().finally(() => {
+      this.#flushing = null;
+    });
+    return this.#flushing;
+  }
+
+  async #flushOnce(): Promise<void> {
+    const offsets = [...this.#done.entries()].filter(([k, o]) => BigInt(o.offset) > (this.#committed.get(k) ?? -1n));
     this.#done = new Map();
+    if (offsets.length === 0) return;
     try {
-      await this.consumer.commitOffsets(offsets);
+      await this.consumer.commitOffsets(offsets.map(([, o]) => o));
+      for (const [k, o] of offsets) if (BigInt(o.offset) > (this.#committed.get(k) ?? -1n)) this.#committed.set(k, BigInt(o.offset));
     } catch (err) {
       // typically a rebalance in progress; keep what has not been superseded for the next tick
-      for (const o of offsets) {
-        const k = `${o.topic}:${o.partition}`;
-        if (!this.#done.has(k)) this.#done.set(k, o);
-      }
+      for (const [k, o] of offsets) if (!this.#done.has(k)) this.#done.set(k, o);
       this.onError(err);
     }
   }
@@ -168,6 +181,7 @@ export class PeriodicCommitter {
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = null;
+    await this.#flushing;
     await this.flush();
   }
 }

@@ -50,6 +50,9 @@ export async function ensureTopics(admin: Admin, topics: Topics, partitions: num
           configEntries: [
             // the events and dead topics are what the projection and replays are rebuilt from: keep them
             { name: 'retention.ms', value: topic === topics.events || topic === topics.dead ? '-1' : String(7 * 86_400_000) },
+            // daily segments: retention deletes whole segments, so with the default 7-day segments a
+            // record of the outbox and retry topics could stay readable ~14 days, past LEDGER_RETENTION
+            ...(topic === topics.events || topic === topics.dead ? [] : [{ name: 'segment.ms', value: String(86_400_000) }]),
             { name: 'max.message.bytes', value: '8388608' },
           ],
         })),

@@ -85,8 +85,10 @@ export interface RefreshResult {
  * another version of base-schema.sql, and re-PUTs the connector when its config differs from the
  * rendered template (Connect keeps a connector's config until it is PUT again). Compares first, so
  * an up-to-date project costs two reads: the install takes locks on base.outbox that would briefly
- * hold up enqueues, and a PUT restarts the connector. A missing connector is left alone: the
- * project may be being disabled, and Debezium would create a slot that nothing drops.
+ * hold up enqueues, and a PUT restarts the connector. A missing connector whose slot exists is
+ * registered again (it resumes from the slot); without its slot it is left alone, since Debezium
+ * would create a new slot that nothing drops. Callers hold the project's outbox lock
+ * (service.ts), so a disable in progress is never undone.
  */
 export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: string): Promise<RefreshResult> {
   const installed = await withClient(databaseUrl, async (c) => {

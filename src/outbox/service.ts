@@ -39,9 +39,32 @@ export async function ensureOutboxEnabled(ctx: Pick<AppContext, 'db' | 'connect'
   await p;
 }
 
+/**
+ * A session advisory lock per project in the control DB, held while its outbox is disabled or
+ * refreshed: a service starting during a disable must not see the connector gone and the slot still
+ * there, and register the connector again just before the slot is dropped.
+ */
+async function withOutboxLock<T>(ctx: Pick<AppContext, 'db'>, ref: string, wait: boolean, fn: () => Promise<T>): Promise<T | 'busy'> {
+  const client = await ctx.db.connect();
+  try {
+    const key = `outbox:${ref}`;
+    if (wait) await client.query('select pg_advisory_lock(hashtext($1))', [key]);
+    else if (!(await client.query('select pg_try_advisory_lock(hashtext($1)) as ok', [key])).rows[0].ok) return 'busy';
+    try {
+      return await fn();
+    } finally {
+      await client.query('select pg_advisory_unlock(hashtext($1))', [key]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
 export async function disableProjectOutbox(ctx: Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs'>, ref: string): Promise<void> {
-  await disable(outboxEnv(ctx), ref, await ctx.projectDbs.url(ref));
-  await ctx.db.query('update projects set outbox_enabled_at = null, connector_name = null where ref = $1', [ref]);
+  await withOutboxLock(ctx, ref, true, async () => {
+    await disable(outboxEnv(ctx), ref, await ctx.projectDbs.url(ref));
+    await ctx.db.query('update projects set outbox_enabled_at = null, connector_name = null where ref = $1', [ref]);
+  });
 }
 
 /** Connectors of every enabled project, for /health. */
@@ -61,7 +84,12 @@ export async function refreshEnabledOutboxes(
   const out = new Map<string, RefreshResult | 'failed'>();
   for (const { ref } of await enabledConnectors(ctx)) {
     try {
-      const r = await refreshOutbox(outboxEnv(ctx), ref, await ctx.projectDbs.url(ref));
+      const r = await withOutboxLock(ctx, ref, false, async () => {
+        // still enabled now that we hold the lock (a disable may have finished meanwhile)
+        const still = await ctx.db.query('select 1 from projects where ref = $1 and outbox_enabled_at is not null', [ref]);
+        return still.rowCount ? refreshOutbox(outboxEnv(ctx), ref, await ctx.projectDbs.url(ref)) : null;
+      });
+      if (r === 'busy' || r === null) continue; // being disabled by another process, or already disabled
       out.set(ref, r);
       if (r.schema !== 'current' || r.connector === 'updated') ctx.log.info({ project: ref, ...r }, 'outbox brought up to this version');
       if (r.connector === 'recreated') ctx.log.warn({ project: ref }, 'the outbox connector was missing; registered it again from its replication slot (nothing committed is lost)');

@@ -15,8 +15,8 @@ describe('reseal', () => {
       for (const line of readFileSync(path.join(dir, f), 'utf8').split('\n')) {
         const t = /^\s*(?:create table|alter table)\s+(?:if not exists\s+)?([a-z_]+)/i.exec(line);
         if (t) table = t[1];
-        const c = /^\s*(?:add column\s+)?([a-z_]+_enc)\s+bytea/i.exec(line);
-        if (c) found.add(`${table}.${c[1]}`);
+        // a column line of a create table, or "add column x_enc bytea" anywhere on an alter table line
+        for (const c of line.matchAll(/(?:^\s*|add column\s+(?:if not exists\s+)?)([a-z_]+_enc)\s+bytea/gi)) found.add(`${table}.${c[1]}`);
       }
     }
     expect(found.size).toBeGreaterThanOrEqual(7);
