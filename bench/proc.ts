@@ -27,6 +27,15 @@ function cpuSeconds(pid: number, withReaped = false): { cpu: number; ppid: numbe
   return { cpu: ticks / TICKS_PER_S, ppid: Number(f[1]) };
 }
 
+/** Seconds since `pid` started, from /proc/<pid>/stat (starttime) and /proc/uptime; null if gone. */
+export function processAgeSeconds(pid: number): number | null {
+  const stat = read(`/proc/${pid}/stat`);
+  const uptime = read('/proc/uptime');
+  if (!stat || !uptime) return null;
+  const startTicks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+  return Number(uptime.split(' ')[0]) - startTicks / TICKS_PER_S;
+}
+
 export interface ProcSample {
   rssMb: number;
   hwmMb: number;

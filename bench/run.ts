@@ -10,7 +10,7 @@ import { repoRoot } from '../src/config.js';
 import { BenchService, resolveStack } from './environment.js';
 import { LoadGenerator, TABLES, tableDdl } from './load.js';
 import { Receipts } from './receipts.js';
-import { ProcWatch, pidFromFile } from './proc.js';
+import { ProcWatch, pidFromFile, processAgeSeconds } from './proc.js';
 import { BaselineWorker, baselinePhase, commitPhase, e2ePhase, holPhase, latencyPhase, warmPipeline, type Phase, type PhaseCtx, type Settings } from './phases.js';
 import { latencySvg, table, targetsMet, type Figures } from './report.js';
 import { findProfile, summariseProfile } from './profile.js';
@@ -69,18 +69,6 @@ async function webhook(svc: BenchService, body: Record<string, unknown>): Promis
     return null;
   }
   return r.body.id;
-}
-
-/** Seconds since `pid` started (Linux /proc), or null. */
-function processAgeSeconds(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const startTicks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-    const uptime = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
-    return uptime - startTicks / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return null;
-  }
 }
 
 /** The V8 flags `npm start` gives node (`node --max-old-space-size=256 --import tsx src/main.ts` → the first). */

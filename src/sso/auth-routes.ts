@@ -6,6 +6,7 @@
 // Error bodies keep the service's {code, message}; the X-Supabase-Api-Version header tells
 // auth-js (>= API 2024-01-01) to read `code` as its error code.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import ipaddr from 'ipaddr.js';
 import type { RateLimit } from '../config.js';
 import { ApiError } from '../errors.js';
 import { TEXT } from '../management/schemas.js';
@@ -45,14 +46,10 @@ interface SsoBody {
  * so it is not an identity either.
  */
 export function clientKey(ip: string): string {
-  if (!ip.includes(':')) return ip;
-  const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (v4) return v4[1];
-  const [head, tail = ''] = ip.split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
-  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  if (!ipaddr.isValid(ip)) return ip;
+  const addr = ipaddr.process(ip); // an IPv4-mapped IPv6 address counts as its IPv4 address
+  if (addr.kind() === 'ipv4') return addr.toString();
+  return `${(addr as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
 }
 
 function limited(limit: RateLimit | null) {

@@ -2,7 +2,10 @@
 // ones and unfinished callbacks, and only one process runs it at a time.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCallbacks } from '../../src/delivery/callbacks.js';
+import { encodeEvent } from '../../src/delivery/events.js';
 import { housekeep } from '../../src/delivery/housekeeping.js';
+import { eventually } from '../helpers/env.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const DAY = 86_400_000;
@@ -54,6 +57,30 @@ describe('housekeeping', () => {
     expect(callbacks).toEqual([oldPending, freshDone].sort());
     expect(callbacks).not.toContain(oldDone);
     expect(callbacks).not.toContain(oldFailed);
+  });
+
+  it('does not turn a final event older than the retention into callback work again (its row may be pruned)', async () => {
+    const callbacks = await startCallbacks(svc.ctx);
+    try {
+      const event = (id: string, finishedAt: number) =>
+        encodeEvent({
+          type: 'DeliveryAttempted',
+          data: {
+            message_id: id, project: 'p', kind: 'http', run: 1, webhook_id: null, target: 'https://example.com/', method: 'POST',
+            callback_function: 'public.on_done', message_created_at: finishedAt * 1000, attempt: 1, outcome: 'delivered', status: 'delivered',
+            final: true, http_status: 200, smtp_code: null, error: null, response_body: null, retry_after_ms: null, next_attempt_at: null,
+            started_at: finishedAt - 5, finished_at: finishedAt, duration_ms: 5,
+          },
+        });
+      const old = randomUUID();
+      const fresh = randomUUID();
+      // one partition, old first: once the fresh one is seen, the old one has been read
+      await svc.ctx.producer.send({ topic: svc.ctx.topics.events, messages: [{ ...event(old, Date.now() - 9 * DAY), partition: 0 }, { ...event(fresh, Date.now()), partition: 0 }] });
+      await eventually(async () => (await svc.ctx.db.query('select 1 from delivery_callbacks where message_id = $1', [fresh])).rowCount, 30_000, 'the fresh callback row');
+      expect((await svc.ctx.db.query('select 1 from delivery_callbacks where message_id = $1', [old])).rowCount).toBe(0);
+    } finally {
+      await callbacks.stop();
+    }
   });
 
   it('leaves the work to the process holding the lock', async () => {

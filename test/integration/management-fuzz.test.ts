@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import pg from 'pg';
 import { catalogue } from '../../src/errors.js';
+import { badChar, insertAt, oddString as oddStringOf, wrongFor, type Req } from '../helpers/fuzz.js';
 import { startTestService, type TestService, type TestProject } from '../helpers/service.js';
 
 interface Route {
@@ -46,24 +47,7 @@ const ROUTES: Route[] = [
 
 const methodsFor = (path: string) => new Set(ROUTES.filter((r) => r.path === path).flatMap((r) => (r.method === 'GET' ? ['GET', 'HEAD'] : [r.method])));
 
-interface Req {
-  kind: string;
-  method: string;
-  path: string;
-  headers: Record<string, string>;
-  body?: string;
-}
-
-// Types JSON can carry, for "a field of the wrong type": anything whose JSON type differs.
-const jsonType = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'array' : Number.isInteger(v) ? 'integer' : typeof v);
-const wrongFor = (original: unknown) => fc.jsonValue({ maxDepth: 2 }).filter((v) => jsonType(v) !== jsonType(original) && !(jsonType(original) === 'integer' && typeof v === 'number'));
-
-const oddString = fc.oneof(
-  fc.string({ maxLength: 40 }),
-  fc.string({ unit: 'grapheme', maxLength: 20 }),
-  fc.string({ unit: 'binary', maxLength: 20 }),
-  fc.constantFrom('\u0000', '%00', '../..', '%2e%2e', '{{secret:X}}', '__proto__', 'constructor', ' ', '\t', '"', '\\', 'null', '-1', '1e309'),
-);
+const oddString = oddStringOf(['\u0000', '%00', '../..', '%2e%2e', '{{secret:X}}', '__proto__', 'constructor', ' ', '\t', '"', '\\', 'null', '-1', '1e309']);
 const hugeString = fc.tuple(fc.integer({ min: 16_385, max: 70_000 }), fc.constantFrom('x', 'é', '\u0001', '𝕏', '<', '%')).map(([n, c]) => c.repeat(Math.ceil(n / c.length)));
 const randomUuid = fc.uuid({ version: 4 });
 
@@ -154,15 +138,7 @@ describe('Management API fuzz: malformed requests get a 4xx JSON error, never a 
     const badText = fc
       .constantFrom(...ROUTES.filter((r) => textField(r).length > 0))
       .chain((r) =>
-        fc.tuple(
-          fc.constantFrom(...textField(r)),
-          fc.constantFrom('\u0000', '\ud800', '\udfff', '\r\n', '\u001b', '\u007f', '\n'),
-          fc.nat(),
-        ).map(([k, bad, at]) => {
-          const v = r.body![k] as string;
-          const i = at % (v.length + 1);
-          return base(r, { body: JSON.stringify({ ...r.body, [k]: v.slice(0, i) + bad + v.slice(i) }) });
-        }),
+        fc.tuple(fc.constantFrom(...textField(r)), badChar, fc.nat()).map(([k, bad, at]) => base(r, { body: JSON.stringify({ ...r.body, [k]: insertAt(r.body![k] as string, bad, at) }) })),
       )
       .map(tag('bad text'));
 

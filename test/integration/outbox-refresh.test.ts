@@ -112,7 +112,45 @@ describe('refreshing at start', () => {
       expect(results.get(enabled.ref)).toEqual({ schema: 'current', connector: 'updated' });
       expect((await svc.ctx.connect.config(name))!['poll.interval.ms']).toBe(current['poll.interval.ms']);
       expect(results.has(idle.ref)).toBe(false);
+
+      // A project whose outbox lock is held (a disable in progress in another process) is skipped:
+      // its connector, removed by that disable, must not be registered again.
+      await svc.ctx.connect.waitRunning(name);
+      await svc.ctx.connect.remove(name);
+      const other = await svc.ctx.db.connect();
+      try {
+        await other.query('select pg_advisory_lock(hashtext($1))', [`outbox:${enabled.ref}`]);
+        expect((await refreshEnabledOutboxes(svc.ctx)).has(enabled.ref)).toBe(false);
+        expect(await svc.ctx.connect.config(name)).toBeNull();
+      } finally {
+        await other.query('select pg_advisory_unlock(hashtext($1))', [`outbox:${enabled.ref}`]);
+        other.release();
+      }
+      // once the lock is free, the still-enabled project gets its connector back from its slot
+      expect((await refreshEnabledOutboxes(svc.ctx)).get(enabled.ref)).toEqual({ schema: 'current', connector: 'recreated' });
+      await svc.ctx.connect.waitRunning(name);
     } finally {
+      await svc.stop();
+    }
+  });
+
+  it('creates the outbox and retry topics with daily segments, so 7-day retention means at most ~8 days', async () => {
+    const svc = await startTestService({ roles: ['api'] });
+    const admin = svc.ctx.kafka.admin();
+    await admin.connect();
+    try {
+      const { resources } = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [svc.ctx.topics.outbox, svc.ctx.topics.retry[0].topic, svc.ctx.topics.events].map((name) => ({ type: 2 /* TOPIC */, name })),
+      });
+      const value = (topic: string, key: string) => resources.find((r) => r.resourceName === topic)!.configEntries.find((e) => e.configName === key)?.configValue;
+      for (const topic of [svc.ctx.topics.outbox, svc.ctx.topics.retry[0].topic]) {
+        expect(value(topic, 'retention.ms'), topic).toBe(String(7 * 86_400_000));
+        expect(value(topic, 'segment.ms'), topic).toBe(String(86_400_000));
+      }
+      expect(value(svc.ctx.topics.events, 'retention.ms')).toBe('-1');
+    } finally {
+      await admin.disconnect();
       await svc.stop();
     }
   });
