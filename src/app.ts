@@ -5,6 +5,7 @@ import type { AppContext } from './context.js';
 import { createPool } from './db/pool.js';
 import { migrate } from './db/migrate.js';
 import { ProjectDatabases } from './db/project-dbs.js';
+import { Partitioners } from 'kafkajs';
 import { createKafka, ensureTopics } from './kafka/client.js';
 import { topicNames } from './kafka/topics.js';
 import { SecretBox } from './lib/secret-box.js';
@@ -42,7 +43,8 @@ export async function createContext(cfg: Config, log: Logger, endpoints: Endpoin
   } finally {
     await admin.disconnect();
   }
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+  // The Java client's partitioner (murmur2), named so kafkajs does not warn about its default at every start
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   return {
     cfg,

@@ -54,6 +54,16 @@ const rateLimit = z.string().transform((s, ctx): RateLimit | null => {
 const schema = z.object({
   APP_ENV: z.enum(['development', 'test', 'production']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * `auto`: readable coloured lines when stdout is a terminal, one JSON object per line otherwise
+   * (files, pipes, log collectors); `json` or `pretty` force one or the other.
+   */
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  /**
+   * On SIGTERM/SIGINT: how long in-flight deliveries may take to finish before the consumers commit
+   * what is done and leave their groups anyway (what is cut off is attempted again by the next owner).
+   */
+  SHUTDOWN_DRAIN_TIMEOUT: duration.prefault('10s'),
   HOST: z.string().default('127.0.0.1'),
   PORT: port.default(8000),
   /**
@@ -163,6 +173,8 @@ const schema = z.object({
 
   /** Creates a development project on first start with an empty control database. */
   DEV_BOOTSTRAP: bool.optional(),
+  /** The development project's ref (its database is proj_<ref> on the stack's cluster). */
+  DEV_PROJECT_REF: z.string().regex(/^[a-z][a-z0-9-]{2,39}$/, '3-40 characters: lowercase letters, digits and hyphens, starting with a letter').default('dev'),
 });
 
 type Raw = z.infer<typeof schema>;

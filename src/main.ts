@@ -1,13 +1,17 @@
-// Wiring only: configuration → stack → context → roles (api, dispatcher, projector).
+// Wiring only: configuration → ports → stack → context → roles (api, dispatcher, projector) →
+// signals. Stopping: the first SIGTERM/SIGINT drains and leaves cleanly (shutdown.ts), a second
+// one exits at once.
 import { loadConfig, ConfigError, redactedConfig } from './config.js';
 import { closeContext, createContext, resolveEndpoints } from './app.js';
 import { buildServer } from './http/server.js';
 import { registerRoutes } from './http/routes.js';
 import { healthReport } from './http/health.js';
 import { createLogger } from './lib/logger.js';
+import { busyPorts, type PortNeed } from './lib/ports.js';
+import { onStopSignals, watchParent } from './lib/shutdown.js';
 import { startWorkers, type Worker } from './delivery/workers.js';
-import { bootstrapDevProject } from './admin/bootstrap.js';
-import { startDevMailSink } from './email/dev-sink.js';
+import { bootstrapDevProject, firstRunGuide } from './admin/bootstrap.js';
+import { devMailSinkEnabled, startDevMailSink } from './email/dev-sink.js';
 import { closeEmailTransports } from './email/transport.js';
 import { refreshEnabledOutboxes } from './outbox/service.js';
 import { startMetricsServer } from './lib/metrics.js';
@@ -20,11 +24,32 @@ async function main() {
     console.error(e instanceof ConfigError ? e.message : e);
     process.exit(2);
   }
-  const log = createLogger(cfg.LOG_LEVEL);
+
+  // Before anything joins a consumer group or starts the stack: a busy port is one line and exit 2.
+  const ports: PortNeed[] = [];
+  if (cfg.ROLES.includes('api')) ports.push({ what: 'API', key: 'PORT', host: cfg.HOST, port: cfg.PORT });
+  if (cfg.METRICS_PORT !== undefined) ports.push({ what: 'metrics', key: 'METRICS_PORT', host: cfg.METRICS_HOST, port: cfg.METRICS_PORT });
+  if (devMailSinkEnabled(cfg)) ports.push({ what: 'development mail sink', key: 'DEV_MAIL_SINK_PORT', host: '127.0.0.1', port: cfg.DEV_MAIL_SINK_PORT });
+  const busy = await busyPorts(ports);
+  if (busy.length > 0) {
+    for (const line of busy) console.error(line);
+    process.exit(2);
+  }
+
+  const log = createLogger(cfg.LOG_LEVEL, { format: cfg.LOG_FORMAT });
   log.debug({ config: redactedConfig(cfg) }, 'configuration');
+
+  // A signal during start-up exits at once (nothing is in flight yet; the stack keeps running).
+  const running: { stop?: (signal: string) => Promise<void> } = {};
+  onStopSignals(log, (signal) => {
+    if (running.stop) return void running.stop(signal);
+    log.info({ signal }, 'stopped during start-up');
+    process.exit(130);
+  });
+
   const endpoints = await resolveEndpoints(cfg, log);
   const ctx = await createContext(cfg, log, endpoints);
-  await bootstrapDevProject(ctx);
+  const dev = await bootstrapDevProject(ctx);
 
   // before the workers, so mail queued while we were down finds the sink listening
   const mailSink = await startDevMailSink(ctx);
@@ -42,43 +67,47 @@ async function main() {
   const metrics = cfg.METRICS_PORT !== undefined ? await startMetricsServer(cfg.METRICS_HOST, cfg.METRICS_PORT) : null;
   if (metrics) log.info(`metrics on http://${cfg.METRICS_HOST}:${metrics.port}/metrics`);
 
-  const { body } = await healthReport(ctx);
-  const parts = Object.entries(body.checks)
-    .filter(([k]) => k !== 'connectors')
-    .map(([k, v]) => `${k}: ${(v as { ok: boolean }).ok ? 'healthy' : 'UNHEALTHY'}`);
-  log.info(`service ready — roles ${cfg.ROLES.join(', ')}; ${parts.join(', ')}`);
-  if (app) log.info(`API listening on ${cfg.publicUrl} (docs at ${cfg.publicUrl}/docs, health at ${cfg.publicUrl}/health)`);
   // in the background: connectors and schemas of projects enabled by an older build pick up this one's
   const refreshing = refreshEnabledOutboxes(ctx).catch((err) => log.error({ err }, 'refreshing enabled outboxes failed'));
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'shutting down: finishing in-flight work');
+  running.stop = async (signal: string) => {
+    log.info({ signal, drain_timeout_ms: cfg.SHUTDOWN_DRAIN_TIMEOUT }, 'shutting down: no new work; finishing deliveries in flight (a second signal stops at once)');
+    const t0 = Date.now();
+    // the drain bound, plus time to commit, leave the groups and close the pools
     const force = setTimeout(() => {
-      log.error('shutdown took longer than 30s, exiting');
+      log.error('shutdown did not finish in time; exiting');
       process.exit(1);
-    }, 30_000);
+    }, cfg.SHUTDOWN_DRAIN_TIMEOUT + 15_000);
     force.unref();
     try {
       await app?.close();
-      // consumers finish in-flight attempts, commit and leave their groups
+      // consumers finish in-flight attempts (up to SHUTDOWN_DRAIN_TIMEOUT), commit and leave their groups
       await Promise.all(workers.map((w) => w.stop()));
       await refreshing;
       closeEmailTransports(ctx);
       await mailSink?.stop();
       await metrics?.close();
       await closeContext(ctx);
-      log.info('stopped');
+      log.info({ ms: Date.now() - t0 }, 'stopped');
       process.exit(0);
     } catch (err) {
       log.error({ err }, 'error during shutdown');
       process.exit(1);
     }
   };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  // started by npm, whose death (kill -9) would orphan us: stop as if signalled
+  if (process.env.npm_lifecycle_event) watchParent(() => void running.stop?.('parent exited'));
+
+  const { body } = await healthReport(ctx);
+  const parts = Object.entries(body.checks)
+    .filter(([k]) => k !== 'connectors')
+    .map(([k, v]) => `${k}: ${(v as { ok: boolean }).ok ? 'healthy' : 'UNHEALTHY'}`);
+  log.info(`service ready — roles ${cfg.ROLES.join(', ')}; ${parts.join(', ')}`);
+  if (app) log.info(`API listening on ${cfg.publicUrl} (docs at ${cfg.publicUrl}/docs, health at ${cfg.publicUrl}/health)`);
+  if (dev && app) {
+    const mail = mailSink ? `${cfg.publicUrl}/dev/mail` : null;
+    console.log(firstRunGuide({ dev, api: cfg.publicUrl, mailUrl: mail, dashboardUrl: `${cfg.publicUrl}/dashboard/` }));
+  }
 }
 
 main().catch((err) => {

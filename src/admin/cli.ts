@@ -105,7 +105,8 @@ async function main() {
   // an undeclared flag (--check) reads as the string "true"
   const v = Object.fromEntries(Object.entries(values).map(([k, x]) => [k, typeof x === 'string' ? x : x === true ? 'true' : undefined]));
   const cfg = loadConfig();
-  const log = createLogger(process.env.LOG_LEVEL ?? 'warn');
+  // logs on stderr: stdout is the command's JSON answer
+  const log = createLogger(process.env.LOG_LEVEL ?? 'warn', { format: cfg.LOG_FORMAT, to: 'stderr' });
   const ctx = await createContext(cfg, log, await resolveEndpoints(cfg, log));
   try {
     const out = await handler(ctx, v);

@@ -155,7 +155,9 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
           return true;
         })
         .catch((err) => {
-          log.error({ err, message: msg.id }, 'recording an outcome failed; the record stays uncommitted and is attempted again after a restart');
+          // after stop() gave up draining, the recorder is closed: expected, and said once above
+          if (stopping) log.info({ message: msg.id }, 'attempt cut off by the stop; its record stays uncommitted and is attempted again by the next owner');
+          else log.error({ err, message: msg.id }, 'recording an outcome failed; the record stays uncommitted and is attempted again after a restart');
           return false;
         })
         .finally(() => {
@@ -191,7 +193,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       } catch {
         // crashed (between restarts, or for good): nothing is being fetched to pause
       }
-      const drained = await Promise.race([limiter.idle().then(() => true), sleep(opts.drainTimeoutMs ?? 25_000).then(() => false)]);
+      const drained = await Promise.race([limiter.idle().then(() => true), sleep(opts.drainTimeoutMs ?? ctx.cfg.SHUTDOWN_DRAIN_TIMEOUT).then(() => false)]);
       if (!drained) log.warn({ inflight: limiter.active }, 'stopping with attempts still in flight; they will be made again by the next owner');
       clearInterval(timer);
       await commit();

@@ -12,7 +12,7 @@
 // back in the dispatcher — the offset commit. A crash between any two steps replays, never loses:
 // a duplicate event is absorbed by the idempotent projection, a missing ledger row means the
 // attempt may be made again (at least once).
-import type { Producer } from 'kafkajs';
+import { Partitioners, type Producer } from 'kafkajs';
 import type { AppContext } from '../context.js';
 import type { Logger } from '../lib/logger.js';
 
@@ -55,7 +55,7 @@ export class OutcomeRecorder {
 
   constructor(private readonly ctx: Pick<AppContext, 'kafka' | 'db' | 'topics' | 'log'>) {
     this.#log = ctx.log.child({ component: 'recorder' });
-    this.#producer = ctx.kafka.producer({ allowAutoTopicCreation: false });
+    this.#producer = ctx.kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
   }
 
   /** Publishes events (and writes the ledger row, if given) and resolves once both are durable. */

@@ -32,7 +32,10 @@ export function createPipeline(ctx: AppContext, ladder: RetryLadder = noRetries)
     pipeline,
     async close() {
       await recorder.close();
-      await http.close();
+      // close() waits for requests in flight, and an attempt the drain cut off may hang for its
+      // whole timeout_ms: such an attempt is abandoned (its record stays uncommitted and is
+      // attempted again by the next owner), as it would be if the process had died.
+      await Promise.race([http.close(), new Promise((r) => setTimeout(r, 1_000).unref())]);
     },
   };
 }

@@ -1,6 +1,32 @@
+import { createRequire } from 'node:module';
 import { Kafka, logLevel, type Admin, type LogEntry } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Topics } from './topics.js';
+
+/**
+ * Messages of the protocol errors kafkajs itself retries (coordinator loading or moving, leader
+ * elections, ...). kafkajs logs each failed response at error level *before* retrying, so a healthy
+ * start, while the group coordinator loads __consumer_offsets, printed errors nobody should act on.
+ * They go to debug; a retry that finally fails still surfaces as the consumer's or producer's own error.
+ */
+export const RETRIABLE_PROTOCOL_ERRORS: ReadonlySet<string> = (() => {
+  try {
+    const { errorCodes } = createRequire(import.meta.url)('kafkajs/src/protocol/error.js') as { errorCodes: { message: string; retriable: boolean }[] };
+    return new Set(errorCodes.filter((e) => e.retriable).map((e) => e.message));
+  } catch {
+    return new Set<string>(); // a kafkajs that moved the file: such lines stay at error level
+  }
+})();
+
+/** The level a kafkajs log line is written at: lines that only describe kafkajs's own retries are debug. */
+export function kafkaLogLevel(level: number, entry: { message: string; error?: unknown }): 'error' | 'warn' | 'info' | 'debug' {
+  // Said at every start for the shared idempotent producer (src/app.ts): its retries are bounded on
+  // purpose, so a send fails (and the record stays uncommitted) instead of blocking forever while
+  // Kafka is down; a warning nobody can act on only trains people to ignore warnings.
+  if (entry.message === 'Limiting retries for the idempotent producer may invalidate EoS guarantees') return 'debug';
+  if (entry.message.startsWith('Response ') && typeof entry.error === 'string' && RETRIABLE_PROTOCOL_ERRORS.has(entry.error)) return 'debug';
+  return levels[level] ?? 'info';
+}
 
 const levels: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
@@ -19,11 +45,7 @@ export function createKafka(brokers: string[], clientId: string, logger: Logger)
       () =>
       ({ level, log: entry }: LogEntry) => {
         const { message, ...rest } = entry;
-        // Said at every start for the shared idempotent producer (src/app.ts): its retries are
-        // bounded on purpose, so a send fails (and the record stays uncommitted) instead of blocking
-        // forever while Kafka is down; a warning nobody can act on only trains people to ignore warnings.
-        if (message === 'Limiting retries for the idempotent producer may invalidate EoS guarantees') return log.debug(rest, message);
-        log[levels[level] ?? 'info'](rest, message);
+        log[kafkaLogLevel(level, entry)](rest, message);
       },
     retry: { initialRetryTime: 200, retries: 10 },
   });
