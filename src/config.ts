@@ -51,6 +51,16 @@ const rateLimit = z.string().transform((s, ctx): RateLimit | null => {
   }
 });
 
+const bytes = z.string().transform((s, ctx) => {
+  const m = /^\s*(\d+)\s*(B|kB|KB|MB|GB|TB)?\s*$/.exec(s);
+  if (!m) {
+    ctx.addIssue({ code: 'custom', message: 'a size such as 1073741824, 512MB or 1GB' });
+    return z.NEVER;
+  }
+  const unit = { B: 1, kB: 1024, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3, TB: 1024 ** 4 }[(m[2] ?? 'B') as 'B'];
+  return Number(m[1]) * unit;
+});
+
 const schema = z.object({
   APP_ENV: z.enum(['development', 'test', 'production']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -134,8 +144,21 @@ const schema = z.object({
   LEDGER_RETENTION: duration.prefault('8d'),
   /** How often a dispatcher process deletes ledger and callback rows past LEDGER_RETENTION. */
   HOUSEKEEPING_INTERVAL: duration.prefault('1h'),
-  /** Dispatcher consumer session timeout: how long before a crashed dispatcher's partitions move to another. */
-  DISPATCH_SESSION_TIMEOUT: duration.prefault('30s'),
+  /**
+   * Session timeout of every consumer group member (dispatcher, retry, projector, callbacks): how
+   * long before a process that died without leaving (kill -9, power loss) has its partitions moved
+   * to another. Heartbeats go every sixth of it (at most every second). The broker refuses values
+   * under its group.min.session.timeout.ms (6s by default).
+   */
+  DISPATCH_SESSION_TIMEOUT: duration.prefault('6s'),
+  /** How often the connector supervisor (one process at a time) reads every connector's state from Kafka Connect. */
+  CONNECTOR_SUPERVISE_INTERVAL: duration.prefault('5s'),
+  /** Longest wait between restarts of a connector that keeps failing while its database is reachable (doubling from 5s). */
+  CONNECTOR_RESTART_BACKOFF_MAX: duration.prefault('10m'),
+  /** Consecutive restarts after which a connector is reported as failing (error log, /health) while restarts go on at the backoff. */
+  CONNECTOR_RESTART_REPORT_AFTER: z.coerce.number().int().min(1).max(1000).default(5),
+  /** WAL a replication slot may retain before /health and the logs warn (bytes; suffixes kB, MB, GB). */
+  SLOT_RETAINED_WAL_WARN: bytes.prefault('1GB'),
   /** Callbacks (callback_function): statement timeout of one call, calls per final outcome, first delay between calls (doubling, × RETRY_TIME_SCALE). */
   CALLBACK_TIMEOUT: duration.prefault('5s'),
   CALLBACK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),

@@ -100,7 +100,7 @@ async function main() {
 
   const { body } = await healthReport(ctx);
   const parts = Object.entries(body.checks)
-    .filter(([k]) => k !== 'connectors')
+    .filter(([k]) => k !== 'connectors' && k !== 'supervisor')
     .map(([k, v]) => `${k}: ${(v as { ok: boolean }).ok ? 'healthy' : 'UNHEALTHY'}`);
   log.info(`service ready — roles ${cfg.ROLES.join(', ')}; ${parts.join(', ')}`);
   if (app) log.info(`API listening on ${cfg.publicUrl} (docs at ${cfg.publicUrl}/docs, health at ${cfg.publicUrl}/health)`);

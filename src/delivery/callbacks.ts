@@ -11,6 +11,7 @@
 // At least once: a crash after a call's commit and before its row is finished calls it again when
 // the lease runs out.
 import type { AppContext } from '../context.js';
+import { groupTimeouts } from '../kafka/group.js';
 import { callCallback, type CallbackPayload } from './callback-call.js';
 import { logFatal, reportCrashes, type OnFatal } from './fatal.js';
 import { decodeEvent, encodeEvent, type CallbackInvoked, type DeliveryAttempted } from './events.js';
@@ -133,8 +134,7 @@ export async function startCallbacks(ctx: AppContext, onFatal: OnFatal = logFata
   const consumer = ctx.kafka.consumer({
     groupId: callbacksGroup(ctx),
     allowAutoTopicCreation: false,
-    sessionTimeout: ctx.cfg.DISPATCH_SESSION_TIMEOUT,
-    heartbeatInterval: Math.min(3_000, Math.floor(ctx.cfg.DISPATCH_SESSION_TIMEOUT / 3)),
+    ...groupTimeouts(ctx.cfg),
     // Callbacks are not latency-critical: wait for 64 KB of events (or 500 ms) per fetch instead
     // of fetching again after every produce of the recorder.
     maxWaitTimeInMs: 500,

@@ -11,6 +11,7 @@
 // Used for the main outbox topic here; the retry ladder (issue 5) can run the same consumer on its
 // retry topics with a `gate` that pauses a partition until its head record is due.
 import DataLoader from 'dataloader';
+import { groupTimeouts } from '../kafka/group.js';
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { AppContext } from '../context.js';
 import { logFatal, reportCrashes, type OnFatal } from './fatal.js';
@@ -47,8 +48,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
   const consumer: Consumer = ctx.kafka.consumer({
     groupId: opts.groupId,
     allowAutoTopicCreation: false,
-    sessionTimeout: ctx.cfg.DISPATCH_SESSION_TIMEOUT,
-    heartbeatInterval: Math.min(3_000, Math.floor(ctx.cfg.DISPATCH_SESSION_TIMEOUT / 3)),
+    ...groupTimeouts(ctx.cfg),
     maxWaitTimeInMs: 500,
     // a fetched batch waits whole (decoded) until its last record gets a slot: keep it small
     maxBytesPerPartition: 256 * 1024,

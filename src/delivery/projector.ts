@@ -3,6 +3,7 @@
 // rebuild-deliveries). Batches are applied in one transaction each; offsets are committed after
 // the transaction, so a crash replays a batch into the idempotent projection (projection.ts).
 import DataLoader from 'dataloader';
+import { groupTimeouts } from '../kafka/group.js';
 import type { AppContext } from '../context.js';
 import { decodeEvent, type DeliveryEvent } from './events.js';
 import { logFatal, reportCrashes, type OnFatal } from './fatal.js';
@@ -33,7 +34,7 @@ export async function startProjector(ctx: AppContext, onFatal: OnFatal = logFata
   // Waits up to 200 ms for 64 KB (~200 events) rather than answering every fetch with the few
   // events that have arrived: at moderate rates that is one transaction per partition per fetch
   // carrying many upserts instead of a few, at most 200 ms later in the listing.
-  const consumer = ctx.kafka.consumer({ groupId: projectorGroup(ctx), allowAutoTopicCreation: false, maxWaitTimeInMs: 200, minBytes: 64 * 1024 });
+  const consumer = ctx.kafka.consumer({ groupId: projectorGroup(ctx), allowAutoTopicCreation: false, maxWaitTimeInMs: 200, minBytes: 64 * 1024, ...groupTimeouts(ctx.cfg) });
   reportCrashes(consumer, 'projector', onFatal);
   await consumer.connect();
   await subscribeAll(consumer, [ctx.topics.events]);

@@ -1,10 +1,11 @@
 // The background roles of this process (dispatcher, projector), started per ROLES. The dispatcher
-// role runs the main outbox consumer, the retry consumer and callbacks (retry-consumer.ts), and
-// housekeeping of the ledger (housekeeping.ts).
+// role runs the main outbox consumer, the retry consumer and callbacks (retry-consumer.ts),
+// housekeeping of the ledger (housekeeping.ts) and the connector supervisor (outbox/supervisor.ts).
 import type { AppContext } from '../context.js';
 import { startDispatchConsumer } from './dispatcher.js';
 import { logFatal, type OnFatal } from './fatal.js';
 import { startHousekeeping } from './housekeeping.js';
+import { startConnectorSupervisor } from '../outbox/supervisor.js';
 import { DeliveryDirectory } from './directory.js';
 import { createGuardedDispatcher } from './guard/agent.js';
 import { makeAllowList } from './guard/address.js';
@@ -57,10 +58,12 @@ export async function startWorkers(ctx: AppContext, roles: string[], onFatal: On
       onFatal,
     });
     const housekeeping = startHousekeeping(ctx);
+    // one process of those with this role restarts failed connectors (advisory lock; supervisor.ts)
+    const supervisor = startConnectorSupervisor(ctx);
     workers.push({
       name: 'dispatcher',
       async stop() {
-        await Promise.all([consumer, ...failurePath, housekeeping].map((w) => w.stop()));
+        await Promise.all([consumer, ...failurePath, housekeeping, supervisor].map((w) => w.stop()));
         await close();
       },
     });

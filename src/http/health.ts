@@ -1,21 +1,35 @@
 // GET /health: 200 {"status":"ok"} only when Postgres, Kafka, Kafka Connect and every registered
-// connector are healthy; 503 with the failing parts otherwise. Cheap enough for a load balancer.
+// connector are healthy; 503 with the failing parts otherwise, each saying what waits for it.
+// Cheap enough for a load balancer: one query, one metadata request, one Connect request
+// (GET /connectors?expand=status) and one read of what the connector supervisor recorded.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { enabledConnectors } from '../outbox/service.js';
 
 type Check = { ok: boolean; detail?: string };
 
-async function timed(p: Promise<Check>, ms = 3000): Promise<Check> {
-  return Promise.race([p, new Promise<Check>((r) => setTimeout(() => r({ ok: false, detail: `no answer in ${ms}ms` }), ms))]).catch((e) => ({
+interface ConnectorCheck extends Check {
+  /** the supervisor's view: running | restarting | failing | waiting_for_database | missing */
+  state?: string;
+  restarts?: number;
+  total_restarts?: number;
+  last_restart_at?: string | null;
+  next_restart_at?: string | null;
+  last_failure?: string | null;
+  slot?: { retained_wal_bytes: number | null; pending_bytes: number | null; wal_status: string | null; safe_wal_bytes: number | null; capture_lag_seconds: number | null; warning?: string };
+}
+
+async function timed<T extends Check>(p: Promise<T>, ms = 3000): Promise<T | Check> {
+  return Promise.race([p, new Promise<Check>((r) => setTimeout(() => r({ ok: false, detail: `no answer in ${ms}ms` }), ms).unref())]).catch((e) => ({
     ok: false,
     detail: (e as Error).message,
   }));
 }
 
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
 export async function healthReport(ctx: AppContext) {
   const admin = ctx.kafka.admin();
-  const [postgres, kafka, connect] = await Promise.all([
+  const [postgres, kafka, statuses] = await Promise.all([
     timed(ctx.db.query('select 1').then(() => ({ ok: true }))),
     timed(
       (async () => {
@@ -28,21 +42,75 @@ export async function healthReport(ctx: AppContext) {
         }
       })(),
     ),
-    timed(ctx.connect.health().then((ok) => ({ ok, detail: ok ? undefined : 'GET /health failed' }))),
+    Promise.race([ctx.connect.statuses(), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer in 3000ms')), 3000).unref())]).catch((e: Error) => e),
   ]);
-  const connectors: Record<string, Check> = {};
-  if (postgres.ok && connect.ok) {
-    for (const c of await enabledConnectors(ctx)) {
-      connectors[c.ref] = await timed(
-        ctx.connect.status(c.connector).then((s) => {
-          const ok = !!s && s.connector === 'RUNNING' && s.tasks.length > 0 && s.tasks.every((t) => t.state === 'RUNNING');
-          return { ok, detail: ok ? undefined : s ? `${s.connector} / ${s.tasks.map((t) => t.state).join(',')}` : 'not registered' };
-        }),
-      );
+  if (!postgres.ok) postgres.detail = `control database unreachable (${postgres.detail}): the Management API, sign-ins, and recording delivery outcomes wait for it; deliveries already in Kafka wait uncommitted and resume when it is back`;
+  if (!kafka.ok) kafka.detail = `Kafka unreachable (${kafka.detail}): capture and delivery wait for it; committed messages stay in the projects' replication slots`;
+  const connect: Check = statuses instanceof Error ? { ok: false, detail: `Kafka Connect unreachable (${statuses.message}): capture waits for it; committed messages stay in the replication slots` } : { ok: true };
+
+  const connectors: Record<string, ConnectorCheck> = {};
+  let supervisor: Check & { holder?: string; last_check_seconds_ago?: number } = { ok: true };
+  if (postgres.ok) {
+    const rows = (
+      await ctx.db.query(
+        `select p.ref, p.connector_name, s.state, s.restarts, s.total_restarts, s.last_restart_at, s.next_restart_at, s.last_failure,
+                s.slot_retained_bytes, s.slot_pending_bytes, s.slot_wal_status, s.slot_safe_wal_bytes, s.capture_lag_seconds
+           from projects p left join connector_supervision s on s.project_ref = p.ref
+          where p.outbox_enabled_at is not null and p.connector_name is not null order by p.ref`,
+      )
+    ).rows;
+    const sup = (await ctx.db.query(`select holder, extract(epoch from now() - checked_at)::float8 as ago from connector_supervisor`)).rows[0];
+    const stale = !sup || sup.ago > Math.max(30, (3 * ctx.cfg.CONNECTOR_SUPERVISE_INTERVAL) / 1000);
+    // informational: an api-only deployment may run its dispatchers elsewhere; without any, nothing restarts a failed connector
+    supervisor = stale
+      ? { ok: rows.length === 0, detail: sup ? `no process has checked the connectors for ${Math.round(sup.ago)}s: is a process with the dispatcher role running?` : 'no process has supervised the connectors yet (the dispatcher role does)', ...(sup ? { holder: sup.holder, last_check_seconds_ago: Math.round(sup.ago) } : {}) }
+      : { ok: true, holder: sup.holder, last_check_seconds_ago: Math.round(sup.ago) };
+    for (const r of rows) {
+      const live = statuses instanceof Error ? undefined : statuses.get(r.connector_name);
+      let check: ConnectorCheck;
+      if (statuses instanceof Error) check = { ok: false, detail: 'unknown: Kafka Connect unreachable' };
+      else if (!live) check = { ok: false, detail: 'not registered' };
+      else {
+        const ok = live.connector === 'RUNNING' && live.tasks.length > 0 && live.tasks.every((t) => t.state === 'RUNNING');
+        check = { ok, ...(ok ? {} : { detail: `${live.connector} / ${live.tasks.map((t) => t.state).join(',') || 'no tasks'}` }) };
+      }
+      if (r.state) {
+        Object.assign(check, {
+          state: r.state,
+          restarts: r.restarts,
+          total_restarts: r.total_restarts,
+          last_restart_at: iso(r.last_restart_at),
+          next_restart_at: iso(r.next_restart_at),
+          last_failure: r.last_failure,
+        });
+        if (!check.ok && r.state === 'waiting_for_database') check.detail += ': its database does not accept connections; capture waits, and the connector is restarted when it does';
+        if (!check.ok && r.state === 'failing') check.detail += `: keeps failing after ${r.restarts} restarts (next ${iso(r.next_restart_at)}): ${r.last_failure ?? ''}`;
+        if (!check.ok && r.state === 'restarting') check.detail += ': restarted by the supervisor';
+      }
+      if (r.slot_wal_status !== null || r.slot_retained_bytes !== null) {
+        const retained = r.slot_retained_bytes === null ? null : Number(r.slot_retained_bytes);
+        check.slot = {
+          retained_wal_bytes: retained,
+          pending_bytes: r.slot_pending_bytes === null ? null : Number(r.slot_pending_bytes),
+          wal_status: r.slot_wal_status,
+          safe_wal_bytes: r.slot_safe_wal_bytes === null ? null : Number(r.slot_safe_wal_bytes),
+          capture_lag_seconds: r.capture_lag_seconds,
+        };
+        if (r.slot_wal_status === 'lost') {
+          check.ok = false;
+          check.slot.warning = 'the replication slot is lost: changes it had not captured are gone (README, Operations: a lost slot)';
+        } else if (r.slot_wal_status === 'missing') {
+          check.ok = false;
+          check.slot.warning = 'the replication slot does not exist';
+        } else if ((retained ?? 0) >= ctx.cfg.SLOT_RETAINED_WAL_WARN || r.slot_wal_status === 'unreserved') {
+          check.slot.warning = `the slot retains ${retained} bytes of WAL (SLOT_RETAINED_WAL_WARN ${ctx.cfg.SLOT_RETAINED_WAL_WARN}${r.slot_wal_status === 'unreserved' ? '; past max_slot_wal_keep_size, about to be lost' : ''})`;
+        }
+      }
+      connectors[r.ref] = check;
     }
   }
   const ok = postgres.ok && kafka.ok && connect.ok && Object.values(connectors).every((c) => c.ok);
-  return { ok, body: { status: ok ? 'ok' : 'unavailable', checks: { postgres, kafka, connect, connectors } } };
+  return { ok, body: { status: ok ? 'ok' : 'unavailable', checks: { postgres, kafka, connect, connectors, supervisor } } };
 }
 
 export function registerHealth(app: FastifyInstance, ctx: AppContext) {

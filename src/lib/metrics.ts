@@ -4,7 +4,7 @@
 // status class): never a project ref, a target URL or anything a customer controls.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'integrations_' });
@@ -36,6 +36,32 @@ export const httpRequests = new Counter({
   name: 'integrations_http_requests_total',
   help: 'API requests answered, by method, route template and status class',
   labelNames: ['method', 'route', 'status'] as const,
+  registers: [registry],
+});
+
+export const connectorRestarts = new Counter({
+  name: 'integrations_connector_restarts_total',
+  help: 'Restarts made by the connector supervisor: failed connector tasks restarted (kind=task), connectors missing from Kafka Connect registered again (kind=reregistered)',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
+export const connectorStates = new Gauge({
+  name: 'integrations_connectors',
+  help: 'Outbox connectors by supervised state (running, restarting, failing, waiting_for_database, missing), as of the last check of the supervising process (other processes report 0)',
+  labelNames: ['state'] as const,
+  registers: [registry],
+});
+
+export const slotRetainedBytesMax = new Gauge({
+  name: 'integrations_replication_slot_retained_wal_bytes_max',
+  help: "Largest WAL retained by any project's replication slot (bytes), as of the supervisor's last slot reading",
+  registers: [registry],
+});
+
+export const slotCaptureLagSecondsMax = new Gauge({
+  name: 'integrations_capture_lag_seconds_max',
+  help: 'Largest capture lag of any project (seconds): the walsender write lag while its connector reads, or how long changes have waited since its connector stopped reading',
   registers: [registry],
 });
 

@@ -1,5 +1,6 @@
-// One project as its owner sees it (GET /v1/projects/{ref}), its auth settings (PATCH) and the
-// on-demand outbox switch (POST /v1/projects/{ref}/outbox/enable).
+// One project as its owner sees it (GET /v1/projects/{ref}), its auth settings (PATCH), the
+// on-demand outbox switch (POST /v1/projects/{ref}/outbox/enable) and the state of its capture
+// (GET /v1/projects/{ref}/outbox: connector, supervisor restarts, replication slot).
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { withTransaction } from '../db/pool.js';
@@ -122,6 +123,81 @@ export function registerProjectSettings(app: FastifyInstance, ctx: Ctx): void {
         await recordAudit(c, req, req.params.ref, { action: 'project.update', resourceType: 'project', resourceId: req.params.ref, details: { fields: Object.keys(b), changes } });
       });
       return viewProject(ctx, await ownedProject(ctx, req, req.params.ref));
+    },
+  );
+
+  const nullableTime = { type: ['string', 'null'], format: 'date-time' } as const;
+  const nullableNumber = { type: ['number', 'null'] } as const;
+  app.get<{ Params: { ref: string } }>(
+    '/v1/projects/:ref/outbox',
+    {
+      preValidation: refuseBody,
+      schema: {
+        tags: ['outbox'],
+        ...owner,
+        summary: "The state of the project's capture: its connector as Kafka Connect reports it, the supervisor's restarts, and its replication slot",
+        params: refParams,
+        querystring: noQuery,
+        response: {
+          200: {
+            type: 'object',
+            properties: {
+              outbox_enabled: { type: 'boolean' },
+              connector: {
+                type: ['object', 'null'],
+                properties: {
+                  name: { type: 'string' },
+                  state: { type: 'string', description: 'as Kafka Connect reports it: RUNNING, FAILED, PAUSED, UNASSIGNED, RESTARTING, NOT_REGISTERED or UNKNOWN (Connect unreachable)' },
+                  tasks: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' }, state: { type: 'string' } } } },
+                  supervised_state: { type: ['string', 'null'], description: 'running, restarting, failing, waiting_for_database or missing (null: not checked yet)' },
+                  restarts: { type: 'integer', description: 'restarts in a row (drives the backoff)' },
+                  total_restarts: { type: 'integer' },
+                  last_restart_at: nullableTime,
+                  next_restart_at: nullableTime,
+                  last_failure: { type: ['string', 'null'] },
+                  checked_at: nullableTime,
+                },
+              },
+              slot: {
+                type: ['object', 'null'],
+                properties: {
+                  retained_wal_bytes: nullableNumber,
+                  pending_bytes: nullableNumber,
+                  wal_status: { type: ['string', 'null'] },
+                  safe_wal_bytes: nullableNumber,
+                  capture_lag_seconds: nullableNumber,
+                },
+              },
+            },
+          },
+          ...errorResponses,
+        },
+      },
+    },
+    async (req) => {
+      const p = req.project!;
+      if (!p.outbox_enabled_at) return { outbox_enabled: false, connector: null, slot: null };
+      const r = (await ctx.db.query('select p.connector_name, s.* from projects p left join connector_supervision s on s.project_ref = p.ref where p.ref = $1', [p.ref])).rows[0];
+      const live = r.connector_name ? await ctx.connect.status(r.connector_name).catch(() => 'unknown' as const) : null;
+      const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+      return {
+        outbox_enabled: true,
+        connector: {
+          name: r.connector_name,
+          state: live === 'unknown' ? 'UNKNOWN' : live ? live.connector : 'NOT_REGISTERED',
+          tasks: live && live !== 'unknown' ? live.tasks.map((t, id) => ({ id, state: t.state })) : [],
+          supervised_state: r.state ?? null,
+          restarts: r.restarts ?? 0,
+          total_restarts: r.total_restarts ?? 0,
+          last_restart_at: iso(r.last_restart_at ?? null),
+          next_restart_at: iso(r.next_restart_at ?? null),
+          last_failure: r.last_failure ?? null,
+          checked_at: iso(r.checked_at ?? null),
+        },
+        slot: r.checked_at
+          ? { retained_wal_bytes: num(r.slot_retained_bytes), pending_bytes: num(r.slot_pending_bytes), wal_status: r.slot_wal_status ?? null, safe_wal_bytes: num(r.slot_safe_wal_bytes), capture_lag_seconds: num(r.capture_lag_seconds) }
+          : null,
+      };
     },
   );
 

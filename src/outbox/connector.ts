@@ -37,6 +37,21 @@ export function renderConnectorConfig(t: ConnectorTarget, prefix: string): Recor
   return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, v.replace(/\$\{([A-Z_]+)\}/g, (_, name: string) => vars[name] ?? '')]));
 }
 
+export interface ConnectorStatus {
+  connector: string;
+  connectorTrace?: string;
+  tasks: { id: number; state: string; trace?: string }[];
+}
+
+/** The exception line of a Java stack trace (what failed and why), without the frames. */
+function firstLine(trace: unknown): string | undefined {
+  if (typeof trace !== 'string' || !trace) return undefined;
+  const lines = trace.split('\n').map((l) => l.trim());
+  // the deepest "Caused by:" usually names the real cause (connection refused, auth failed, ...)
+  const cause = lines.filter((l) => l.startsWith('Caused by:')).at(-1);
+  return (cause ?? lines[0]).slice(0, 500);
+}
+
 export class ConnectClient {
   constructor(private readonly baseUrl: string) {}
 
@@ -108,6 +123,37 @@ export class ConnectClient {
       }
       throw new Error(`reading connector ${name} failed with HTTP ${r.status}`);
     }
+  }
+
+  /**
+   * Every connector's state in one request (GET /connectors?expand=status): connector and task
+   * states with the first line of a failed one's trace.
+   */
+  async statuses(): Promise<Map<string, ConnectorStatus>> {
+    const r = await this.call('GET', '/connectors?expand=status');
+    if (r.status !== 200 || !r.json || typeof r.json !== 'object') throw new Error(`listing connector states failed with HTTP ${r.status}`);
+    const out = new Map<string, ConnectorStatus>();
+    for (const [name, v] of Object.entries(r.json as Record<string, any>)) {
+      const st = v?.status ?? {};
+      out.set(name, {
+        connector: st.connector?.state ?? 'UNKNOWN',
+        connectorTrace: firstLine(st.connector?.trace),
+        tasks: (st.tasks ?? []).map((t: any) => ({ id: Number(t.id), state: String(t.state), trace: firstLine(t.trace) })),
+      });
+    }
+    return out;
+  }
+
+  /**
+   * Restarts the connector and its FAILED tasks only (KIP-745): a running task is not disturbed.
+   * Connect answers 409 while its workers rebalance; the caller tries again at its next check.
+   */
+  async restartFailed(name: string): Promise<'restarted' | 'busy' | 'gone'> {
+    const r = await this.call('POST', `/connectors/${encodeURIComponent(name)}/restart?includeTasks=true&onlyFailed=true`);
+    if (r.status === 202 || r.status === 204 || r.status === 200) return 'restarted';
+    if (r.status === 404) return 'gone';
+    if (r.status === 409) return 'busy';
+    throw new Error(`restarting connector ${name} failed with HTTP ${r.status}`);
   }
 
   async list(): Promise<string[]> {

@@ -74,6 +74,18 @@ export async function enabledConnectors(ctx: Pick<AppContext, 'db'>): Promise<{ 
 }
 
 /**
+ * One enabled project's refresh (see refreshEnabledOutboxes), under its outbox lock; 'busy' when a
+ * disable or another refresh holds it, null when the project is no longer enabled.
+ */
+export async function refreshProjectOutbox(ctx: Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs'>, ref: string): Promise<RefreshResult | 'busy' | null> {
+  return withOutboxLock(ctx, ref, false, async () => {
+    // still enabled now that we hold the lock (a disable may have finished meanwhile)
+    const still = await ctx.db.query('select 1 from projects where ref = $1 and outbox_enabled_at is not null', [ref]);
+    return still.rowCount ? refreshOutbox(outboxEnv(ctx), ref, await ctx.projectDbs.url(ref)) : null;
+  });
+}
+
+/**
  * At start: applies this build's connector template and base schema to every enabled project
  * (refreshOutbox compares first, so an unchanged project is not touched). One project at a time;
  * a failure is logged and the next start tries again.
@@ -84,11 +96,7 @@ export async function refreshEnabledOutboxes(
   const out = new Map<string, RefreshResult | 'failed'>();
   for (const { ref } of await enabledConnectors(ctx)) {
     try {
-      const r = await withOutboxLock(ctx, ref, false, async () => {
-        // still enabled now that we hold the lock (a disable may have finished meanwhile)
-        const still = await ctx.db.query('select 1 from projects where ref = $1 and outbox_enabled_at is not null', [ref]);
-        return still.rowCount ? refreshOutbox(outboxEnv(ctx), ref, await ctx.projectDbs.url(ref)) : null;
-      });
+      const r = await refreshProjectOutbox(ctx, ref);
       if (r === 'busy' || r === null) continue; // being disabled by another process, or already disabled
       out.set(ref, r);
       if (r.schema !== 'current' || r.connector === 'updated') ctx.log.info({ project: ref, ...r }, 'outbox brought up to this version');

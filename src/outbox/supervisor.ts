@@ -1,0 +1,378 @@
+// The connector supervisor: every CONNECTOR_SUPERVISE_INTERVAL, one process (of those running the
+// dispatcher role) reads the state of every project's Debezium connector from Kafka Connect and
+// restarts what failed, the way Strimzi's autoRestart does for KafkaConnectors, so that a database
+// restart, a failover or a network blip never needs a person.
+//
+// - One process at a time: a session advisory lock in the control database, held on a connection
+//   of its own. When that process dies, or loses the control database, the lock goes with its
+//   session and another process takes it at its next check.
+// - A FAILED connector or task is restarted (POST /connectors/{name}/restart?includeTasks=true&
+//   onlyFailed=true: running tasks are not disturbed) only when its database accepts connections:
+//   while it does not, the connector is `waiting_for_database`, which costs no restart and no
+//   backoff, so it is restarted at the first check after the database is back.
+// - Restarts made while the database is reachable back off: 5s, 10s, 20s, … up to
+//   CONNECTOR_RESTART_BACKOFF_MAX. After CONNECTOR_RESTART_REPORT_AFTER of them in a row the
+//   connector is `failing`: an error line, and /health says so; restarts go on at the backoff, so a
+//   cause fixed later (a password, a dropped publication) heals without a person either. A connector
+//   seen running for a minute starts from zero again.
+// - A connector missing from Connect (deleted, or Connect lost its config topic) is registered
+//   again from its replication slot (refreshOutbox), which kept every change meanwhile.
+// - Each project's replication slot is read along the way (one query per database cluster): WAL
+//   retained and not yet confirmed, wal_status, and how long changes have waited with no consumer.
+//
+// What it knows is written to connector_supervision (migration 090), where /health and the
+// dashboard read it from any process.
+import pg from 'pg';
+import type { AppContext } from '../context.js';
+import { connectorRestarts, connectorStates, slotCaptureLagSecondsMax, slotRetainedBytesMax } from '../lib/metrics.js';
+import type { ConnectorStatus } from './connector.js';
+import { slotName } from './connector.js';
+import { refreshProjectOutbox } from './service.js';
+import { hostname } from 'node:os';
+
+type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs' | 'log'>;
+
+const LOCK_KEY = 0x636f6e6e; // "conn"
+const FIRST_BACKOFF_MS = 5_000;
+/** running this long after a restart: the restart counter starts from zero again */
+const STABLE_MS = 60_000;
+/** slots are read every this many checks (and at every check where a connector is not running) */
+const SLOT_EVERY = 6;
+
+export type SupervisedState = 'running' | 'restarting' | 'failing' | 'waiting_for_database' | 'missing';
+
+interface Row {
+  ref: string;
+  connector: string;
+  state: SupervisedState | null;
+  restarts: number;
+  total_restarts: number;
+  last_restart_at: Date | null;
+  next_restart_at: Date | null;
+  last_failure: string | null;
+  slot_waiting_since: Date | null;
+}
+
+interface SlotInfo {
+  retained: number | null;
+  pending: number | null;
+  walStatus: string | null;
+  safeWal: number | null;
+  active: boolean;
+  writeLagSeconds: number | null;
+}
+
+/** Backoff before the restart that follows `restarts` restarts in a row. */
+export function restartBackoffMs(restarts: number, maxMs: number): number {
+  if (restarts <= 0) return 0;
+  return Math.min(maxMs, FIRST_BACKOFF_MS * 2 ** Math.min(restarts - 1, 30));
+}
+
+function failed(s: ConnectorStatus): { failed: boolean; trace?: string } {
+  const task = s.tasks.find((t) => t.state === 'FAILED');
+  if (s.connector === 'FAILED') return { failed: true, trace: s.connectorTrace ?? task?.trace };
+  if (task) return { failed: true, trace: task.trace ?? `task ${task.id} failed` };
+  return { failed: false };
+}
+
+const running = (s: ConnectorStatus) => s.connector === 'RUNNING' && s.tasks.length > 0 && s.tasks.every((t) => t.state === 'RUNNING');
+
+export class ConnectorSupervisor {
+  readonly #ctx: Ctx;
+  readonly #log;
+  #lock: pg.PoolClient | null = null;
+  #checks = 0;
+  #connectDown = false;
+  readonly #holder = `${hostname()}:${process.pid}`;
+
+  constructor(ctx: Ctx) {
+    this.#ctx = ctx;
+    this.#log = ctx.log.child({ component: 'supervisor' });
+  }
+
+  get leading(): boolean {
+    return this.#lock !== null;
+  }
+
+  /** One check: take (or keep) the lock, then look at every connector. Never throws. */
+  async check(): Promise<void> {
+    try {
+      if (!(await this.#lead())) return;
+      await this.#supervise();
+    } catch (err) {
+      this.#log.warn({ err }, 'connector check failed; the next one tries again');
+    }
+  }
+
+  async release(): Promise<void> {
+    const c = this.#lock;
+    this.#lock = null;
+    if (!c) return;
+    await c.query('select pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {});
+    c.release();
+  }
+
+  async #lead(): Promise<boolean> {
+    if (this.#lock) {
+      try {
+        // doubles as the liveness check of the lock's session
+        await this.#lock.query(`insert into connector_supervisor (id, holder, checked_at) values (1, $1, now()) on conflict (id) do update set holder = $1, checked_at = now()`, [this.#holder]);
+        return true;
+      } catch (err) {
+        this.#log.warn({ err }, 'lost the supervisor lock with the control database connection; taking it again when the database is back');
+        const c = this.#lock;
+        this.#lock = null;
+        c.release(true);
+        return false;
+      }
+    }
+    const c = await this.#ctx.db.connect();
+    // a connection that breaks while held must not take the process down; the next check notices
+    c.on('error', () => {});
+    try {
+      const ok = (await c.query('select pg_try_advisory_lock($1) as ok', [LOCK_KEY])).rows[0].ok as boolean;
+      if (!ok) {
+        c.release();
+        return false;
+      }
+    } catch (err) {
+      c.release(true);
+      throw err;
+    }
+    this.#lock = c;
+    this.#log.info('this process supervises the outbox connectors');
+    return this.#lead();
+  }
+
+  async #supervise(): Promise<void> {
+    const ctx = this.#ctx;
+    const rows = (
+      await ctx.db.query<Row>(
+        `select p.ref, p.connector_name as connector, s.state, coalesce(s.restarts, 0) as restarts, coalesce(s.total_restarts, 0) as total_restarts,
+                s.last_restart_at, s.next_restart_at, s.last_failure, s.slot_waiting_since
+           from projects p left join connector_supervision s on s.project_ref = p.ref
+          where p.outbox_enabled_at is not null and p.connector_name is not null`,
+      )
+    ).rows;
+    let statuses: Map<string, ConnectorStatus>;
+    try {
+      statuses = await ctx.connect.statuses();
+      if (this.#connectDown) this.#log.info('Kafka Connect answers again; supervising the connectors');
+      this.#connectDown = false;
+    } catch (err) {
+      if (!this.#connectDown) this.#log.warn({ err: (err as Error).message }, 'Kafka Connect does not answer; connectors are supervised again when it does (capture waits meanwhile)');
+      this.#connectDown = true;
+      return;
+    }
+
+    const counts: Record<SupervisedState, number> = { running: 0, restarting: 0, failing: 0, waiting_for_database: 0, missing: 0 };
+    const readSlots = this.#checks++ % SLOT_EVERY === 0 || rows.some((r) => !statuses.has(r.connector) || !running(statuses.get(r.connector)!));
+    const slots = readSlots ? await this.#slots(rows.map((r) => r.ref)) : null;
+    const lags: number[] = [];
+    for (const row of rows) {
+      const { state, lag } = await this.#one(row, statuses.get(row.connector), slots ? slots.get(row.ref) : undefined).catch((err) => {
+        this.#log.warn({ err, project: row.ref }, 'checking a connector failed');
+        return { state: row.state ?? 'running', lag: null };
+      });
+      counts[state]++;
+      if (lag !== null) lags.push(lag);
+    }
+    for (const [state, n] of Object.entries(counts)) connectorStates.set({ state }, n);
+    if (slots) {
+      const values = [...slots.values()].filter((s): s is SlotInfo => !!s && !(s instanceof Error));
+      slotRetainedBytesMax.set(Math.max(0, ...values.map((s) => s.retained ?? 0)));
+      slotCaptureLagSecondsMax.set(Math.max(0, ...lags));
+    }
+  }
+
+  /** Decides about one connector and records it; returns its state. */
+  async #one(row: Row, status: ConnectorStatus | undefined, slot: SlotInfo | Error | null | undefined): Promise<{ state: SupervisedState; lag: number | null }> {
+    const ctx = this.#ctx;
+    const now = Date.now();
+    const log = this.#log.child({ project: row.ref, connector: row.connector });
+    let state: SupervisedState = row.state ?? 'running';
+    let { restarts, total_restarts: total } = row;
+    let lastRestart = row.last_restart_at;
+    let next = row.next_restart_at;
+    let failure = row.last_failure;
+
+    if (!status) {
+      // deleted from Connect, or Connect lost its config topic: registered again from the slot
+      state = 'missing';
+      if (!next || next.getTime() <= now) {
+        const r = await refreshProjectOutbox(ctx, row.ref).catch((err) => (log.error({ err }, 'registering the missing connector again failed'), 'failed' as const));
+        restarts++;
+        total++;
+        lastRestart = new Date(now);
+        next = new Date(now + restartBackoffMs(restarts, ctx.cfg.CONNECTOR_RESTART_BACKOFF_MAX));
+        connectorRestarts.inc({ kind: 'reregistered' });
+        if (r !== 'failed') log.warn({ result: r }, 'the connector was missing from Kafka Connect; registered it again from its replication slot (nothing committed is lost)');
+        state = 'restarting';
+      }
+    } else if (running(status)) {
+      if (state !== 'running') log.info({ restarts }, 'connector running again');
+      state = 'running';
+      // the backoff counts restarts in a row: it starts from zero once a restart has held a while
+      if (restarts > 0 && (!lastRestart || now - lastRestart.getTime() >= STABLE_MS)) {
+        restarts = 0;
+        next = null;
+      }
+    } else {
+      const f = failed(status);
+      if (f.failed) {
+        failure = redact(f.trace ?? 'failed', await this.#password(row.ref));
+        if (!(await this.#databaseUp(row.ref))) {
+          if (state !== 'waiting_for_database') log.warn({ failure }, 'connector failed and its database does not accept connections; it is restarted as soon as the database does');
+          state = 'waiting_for_database';
+          next = null;
+        } else if (!next || next.getTime() <= now) {
+          const r = await ctx.connect.restartFailed(row.connector);
+          if (r === 'restarted') {
+            restarts++;
+            total++;
+            lastRestart = new Date(now);
+            next = new Date(now + restartBackoffMs(restarts, ctx.cfg.CONNECTOR_RESTART_BACKOFF_MAX));
+            connectorRestarts.inc({ kind: 'task' });
+            const failing = restarts >= ctx.cfg.CONNECTOR_RESTART_REPORT_AFTER;
+            state = failing ? 'failing' : 'restarting';
+            (failing ? log.error.bind(log) : log.warn.bind(log))(
+              { restarts, next_restart_at: next.toISOString(), failure },
+              failing ? `connector keeps failing (${restarts} restarts in a row); restarting at the backoff — look at the failure` : 'restarted a failed connector',
+            );
+          }
+        }
+      }
+      // UNASSIGNED / RESTARTING / PAUSED: Connect is on it; look again at the next check
+    }
+
+    // the slot: WAL retained, and since when changes have waited without a consumer
+    let slotCols: [number | null, number | null, string | null, number | null, number | null, Date | null] = [null, null, 'missing', null, null, null];
+    let lag: number | null = null;
+    if (slot && !(slot instanceof Error)) {
+      const waiting = !slot.active && (slot.pending ?? 0) > 0;
+      const since = waiting ? (row.slot_waiting_since ?? new Date(now)) : null;
+      lag = slot.active ? (slot.writeLagSeconds ?? 0) : since ? (now - since.getTime()) / 1000 : 0;
+      slotCols = [slot.retained, slot.pending, slot.walStatus, slot.safeWal, lag, since];
+      if ((slot.retained ?? 0) >= ctx.cfg.SLOT_RETAINED_WAL_WARN || slot.walStatus === 'unreserved' || slot.walStatus === 'lost') {
+        (slot.walStatus === 'lost' ? log.error.bind(log) : log.warn.bind(log))(
+          { retained_bytes: slot.retained, wal_status: slot.walStatus, safe_wal_bytes: slot.safeWal },
+          slot.walStatus === 'lost'
+            ? 'the replication slot is lost (max_slot_wal_keep_size): changes not captured before are gone; see README, Operations: a lost slot'
+            : 'the replication slot retains a lot of WAL: is its connector running? (SLOT_RETAINED_WAL_WARN)',
+        );
+      }
+    }
+    // not read at this check (undefined), or could not be read: keep what was known
+    const keepSlot = slot === undefined || slot instanceof Error;
+    await ctx.db.query(
+      `insert into connector_supervision as s (project_ref, connector, state, restarts, total_restarts, last_restart_at, next_restart_at, last_failure,
+                                              slot_retained_bytes, slot_pending_bytes, slot_wal_status, slot_safe_wal_bytes, capture_lag_seconds, slot_waiting_since, checked_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now())
+       on conflict (project_ref) do update set connector = $2, state = $3, restarts = $4, total_restarts = $5, last_restart_at = $6, next_restart_at = $7,
+         last_failure = $8, checked_at = now(),
+         slot_retained_bytes = case when $15 then s.slot_retained_bytes else $9 end,
+         slot_pending_bytes = case when $15 then s.slot_pending_bytes else $10 end,
+         slot_wal_status = case when $15 then s.slot_wal_status else $11 end,
+         slot_safe_wal_bytes = case when $15 then s.slot_safe_wal_bytes else $12 end,
+         capture_lag_seconds = case when $15 then s.capture_lag_seconds else $13 end,
+         slot_waiting_since = case when $15 then s.slot_waiting_since else $14 end`,
+      [row.ref, row.connector, state, restarts, total, lastRestart, next, failure, ...slotCols, keepSlot],
+    );
+    return { state, lag };
+  }
+
+  /**
+   * Whether the project's database accepts connections now: a new connection, as Debezium's
+   * restarted task will open (a pooled one may have survived what new ones are refused).
+   */
+  async #databaseUp(ref: string): Promise<boolean> {
+    const c = new pg.Client({ connectionString: await this.#ctx.projectDbs.url(ref), connectionTimeoutMillis: 3_000, application_name: 'integrations:supervisor' });
+    c.on('error', () => {});
+    try {
+      await c.connect();
+      await c.query('select 1');
+      return true;
+    } catch {
+      return false;
+    } finally {
+      await c.end().catch(() => {});
+    }
+  }
+
+  async #password(ref: string): Promise<string | undefined> {
+    try {
+      return decodeURIComponent(new URL(await this.#ctx.projectDbs.url(ref)).password) || undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Slot figures per project, one query per database cluster (pg_replication_slots is cluster-wide). */
+  async #slots(refs: string[]): Promise<Map<string, SlotInfo | Error | null>> {
+    const out = new Map<string, SlotInfo | Error | null>();
+    const clusters = new Map<string, string[]>();
+    for (const ref of refs) {
+      try {
+        const u = new URL(await this.#ctx.projectDbs.url(ref));
+        const key = `${u.hostname}:${u.port}`;
+        clusters.set(key, [...(clusters.get(key) ?? []), ref]);
+      } catch (err) {
+        out.set(ref, err as Error);
+      }
+    }
+    const prefix = this.#ctx.cfg.TOPIC_PREFIX;
+    await Promise.all(
+      [...clusters.values()].map(async (members) => {
+        try {
+          const pool = await this.#ctx.projectDbs.pool(members[0]);
+          const names = members.map((ref) => slotName(ref, prefix));
+          const r = await pool.query(
+            `select s.slot_name, s.active, s.wal_status, s.safe_wal_size::float8 as safe,
+                    pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn)::float8 as retained,
+                    pg_wal_lsn_diff(pg_current_wal_lsn(), s.confirmed_flush_lsn)::float8 as pending,
+                    extract(epoch from r.write_lag)::float8 as write_lag
+               from pg_replication_slots s left join pg_stat_replication r on r.pid = s.active_pid
+              where s.slot_name = any($1)`,
+            [names],
+          );
+          const byName = new Map(r.rows.map((x) => [x.slot_name as string, x]));
+          members.forEach((ref, i) => {
+            const x = byName.get(names[i]);
+            out.set(ref, x ? { retained: x.retained, pending: x.pending, walStatus: x.wal_status, safeWal: x.safe, active: x.active, writeLagSeconds: x.write_lag } : null);
+          });
+        } catch (err) {
+          for (const ref of members) out.set(ref, err as Error);
+        }
+      }),
+    );
+    return out;
+  }
+}
+
+function redact(text: string, password: string | undefined): string {
+  return password ? text.split(password).join('[redacted]') : text;
+}
+
+/** Runs the supervisor every CONNECTOR_SUPERVISE_INTERVAL until stopped (dispatcher role). */
+export function startConnectorSupervisor(ctx: Ctx): { name: string; supervisor: ConnectorSupervisor; stop(): Promise<void> } {
+  const supervisor = new ConnectorSupervisor(ctx);
+  let current: Promise<void> | null = null;
+  const tick = () => {
+    if (current) return;
+    current = supervisor.check().finally(() => {
+      current = null;
+    });
+  };
+  const timer = setInterval(tick, ctx.cfg.CONNECTOR_SUPERVISE_INTERVAL);
+  timer.unref();
+  tick();
+  return {
+    name: 'supervisor',
+    supervisor,
+    async stop() {
+      clearInterval(timer);
+      await current;
+      await supervisor.release();
+    },
+  };
+}
