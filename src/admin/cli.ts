@@ -11,6 +11,7 @@ import { rebuildDeliveries } from '../delivery/projector.js';
 import { recordOperatorAudit } from '../management/audit.js';
 import { replayCommand } from './replay.js';
 import { reseal } from './reseal.js';
+import { disableProjectOutbox, ensureOutboxEnabled } from '../outbox/service.js';
 
 const PLANS = ['free', 'pro', 'enterprise'];
 
@@ -23,6 +24,8 @@ const usage = `usage: npm run admin -- <command>
   rebuild-deliveries [--project <ref>]   replay the delivery-events topic into the deliveries tables
   replay --ref <ref> [--status dead|failed|dead,failed] [--since <iso>] [--until <iso>] [--webhook <id>] [--host <host>]
                                          re-enqueue dead (or failed) deliveries as new runs (docs/retries.md)
+  recapture --ref <ref>                  after a lost replication slot: drop the project's connector, slot and publication and
+                                         create them again (capture starts from now; see README, Replication slots)
   reseal [--check]                       re-encrypt every sealed value under MASTER_KEY (key rotation; --check only counts;
                                          exits 1 while a value needs MASTER_KEY_PREVIOUS or opens with no key)`;
 
@@ -42,6 +45,17 @@ const commands: Record<string, Handler> = {
     return out;
   },
   reseal: (ctx, v) => reseal(ctx, { check: v.check === 'true' }),
+  recapture: async (ctx, v) => {
+    need(v, 'ref');
+    const r = await ctx.db.query('select outbox_enabled_at from projects where ref = $1', [v.ref]);
+    if (r.rowCount === 0) throw new Error(`no project ${v.ref}`);
+    if (!r.rows[0].outbox_enabled_at) throw new Error(`the outbox of ${v.ref} is not enabled; nothing to recapture`);
+    await disableProjectOutbox(ctx, v.ref!);
+    await ensureOutboxEnabled(ctx, v.ref!);
+    const at = new Date().toISOString();
+    await recordOperatorAudit(ctx.db, operator(), v.ref!, { action: 'outbox.recapture', resourceType: 'outbox', resourceId: v.ref, details: { capture_from: at } });
+    return { ref: v.ref, recaptured: true, capture_from: at };
+  },
   'rebuild-deliveries': (ctx, v) =>
     rebuildDeliveries(ctx, { project: v.project, progress: (done, total) => process.stderr.write(`\rreplayed ${done}/${total} events${done >= total ? "\n" : ""}`) }),
   'create-project': async (ctx, v) => {

@@ -21,6 +21,7 @@ export type AuditAction =
   | 'smtp.delete'
   | 'delivery.retry'
   | 'outbox.replay'
+  | 'outbox.recapture'
   | 'sso_provider.create'
   | 'sso_provider.update'
   | 'sso_provider.refresh_metadata'

@@ -11,6 +11,7 @@ import { ConnectorSupervisor, restartBackoffMs } from '../../src/outbox/supervis
 import { slotName } from '../../src/outbox/connector.js';
 import { eventually, stack } from '../helpers/env.js';
 import { Receiver } from '../helpers/receiver.js';
+import { runAdmin } from '../helpers/delivery-tools.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 
 const admin = () => new pg.Client({ connectionString: stack().adminDatabaseUrl });
@@ -122,6 +123,19 @@ describe('connector supervision', () => {
     await insert('after the publication came back');
     await eventually(async () => notes().includes('after the publication came back'), 120_000, 'delivery after the cause was fixed');
     await eventually(async () => (await svc.api(null, 'GET', '/health')).body.checks.connectors[project.ref]?.state === 'running', 30_000, 'running again');
+  });
+
+  it('npm run admin -- recapture: a new slot and connector, capture from now, in the audit trail', async () => {
+    const slot = slotName(project.ref, svc.cfg.TOPIC_PREFIX);
+    const before = (await sql(project.databaseUrl, 'select catalog_xmin::text as x from pg_replication_slots where slot_name = $1', [slot])).rows[0];
+    expect(before).toBeDefined();
+    const out = await runAdmin(svc, ['recapture', '--ref', project.ref]);
+    expect(out).toMatchObject({ ref: project.ref, recaptured: true });
+    await insert('after recapture');
+    await eventually(async () => notes().includes('after recapture'), 60_000, 'delivery after recapture');
+    const audit = await svc.ctx.db.query("select operator, details from audit_log where project_ref = $1 and action = 'outbox.recapture'", [project.ref]);
+    expect(audit.rows).toHaveLength(1);
+    expect(audit.rows[0].details.capture_from).toBe(out.capture_from);
   });
 
   it('only one process supervises: a second one does not take the lock while the first holds it', async () => {
