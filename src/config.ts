@@ -157,6 +157,16 @@ const schema = z.object({
   CONNECTOR_RESTART_BACKOFF_MAX: duration.prefault('10m'),
   /** Consecutive restarts after which a connector is reported as failing (error log, /health) while restarts go on at the backoff. */
   CONNECTOR_RESTART_REPORT_AFTER: z.coerce.number().int().min(1).max(1000).default(5),
+  /**
+   * A project with no outbox message for this long has its connector stopped (no task, no
+   * replication connection: an idle project costs nothing); it resumes at the first write to its
+   * database. 0 keeps every connector running.
+   */
+  CAPTURE_IDLE_AFTER: duration.prefault('10m'),
+  /** How often the databases of stopped (idle) projects are checked for writes, one query per cluster. */
+  CAPTURE_WAKE_INTERVAL: duration.prefault('1s'),
+  /** A stopped connector is resumed at least this often, so its slot advances (and releases WAL) even with no write. */
+  CAPTURE_IDLE_REFRESH: duration.prefault('30m'),
   /** WAL a replication slot may retain before /health and the logs warn (bytes; suffixes kB, MB, GB). */
   SLOT_RETAINED_WAL_WARN: bytes.prefault('1GB'),
   /** Callbacks (callback_function): statement timeout of one call, calls per final outcome, first delay between calls (doubling, × RETRY_TIME_SCALE). */

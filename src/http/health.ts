@@ -8,7 +8,7 @@ import type { AppContext } from '../context.js';
 type Check = { ok: boolean; detail?: string };
 
 interface ConnectorCheck extends Check {
-  /** the supervisor's view: running | restarting | failing | waiting_for_database | missing */
+  /** the supervisor's view: running | idle | restarting | failing | waiting_for_database | missing */
   state?: string;
   restarts?: number;
   total_restarts?: number;
@@ -71,7 +71,8 @@ export async function healthReport(ctx: AppContext) {
       if (statuses instanceof Error) check = { ok: false, detail: 'unknown: Kafka Connect unreachable' };
       else if (!live) check = { ok: false, detail: 'not registered' };
       else {
-        const ok = live.connector === 'RUNNING' && live.tasks.length > 0 && live.tasks.every((t) => t.state === 'RUNNING');
+        // a project without messages for CAPTURE_IDLE_AFTER has its connector stopped on purpose (idle-capture.ts)
+        const ok = (live.connector === 'RUNNING' && live.tasks.length > 0 && live.tasks.every((t) => t.state === 'RUNNING')) || (live.connector === 'STOPPED' && r.state === 'idle');
         check = { ok, ...(ok ? {} : { detail: `${live.connector} / ${live.tasks.map((t) => t.state).join(',') || 'no tasks'}` }) };
       }
       if (r.state) {

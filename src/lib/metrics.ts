@@ -48,7 +48,7 @@ export const connectorRestarts = new Counter({
 
 export const connectorStates = new Gauge({
   name: 'integrations_connectors',
-  help: 'Outbox connectors by supervised state (running, restarting, failing, waiting_for_database, missing), as of the last check of the supervising process (other processes report 0)',
+  help: 'Outbox connectors by supervised state (running, idle, restarting, failing, waiting_for_database, missing), as of the last check of the supervising process (other processes report 0)',
   labelNames: ['state'] as const,
   registers: [registry],
 });

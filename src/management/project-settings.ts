@@ -149,7 +149,7 @@ export function registerProjectSettings(app: FastifyInstance, ctx: Ctx): void {
                   name: { type: 'string' },
                   state: { type: 'string', description: 'as Kafka Connect reports it: RUNNING, FAILED, PAUSED, UNASSIGNED, RESTARTING, NOT_REGISTERED or UNKNOWN (Connect unreachable)' },
                   tasks: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' }, state: { type: 'string' } } } },
-                  supervised_state: { type: ['string', 'null'], description: 'running, restarting, failing, waiting_for_database or missing (null: not checked yet)' },
+                  supervised_state: { type: ['string', 'null'], description: 'running, idle (stopped on purpose: no message for CAPTURE_IDLE_AFTER; resumes at the next write), restarting, failing, waiting_for_database or missing (null: not checked yet)' },
                   restarts: { type: 'integer', description: 'restarts in a row (drives the backoff)' },
                   total_restarts: { type: 'integer' },
                   last_restart_at: nullableTime,

@@ -156,6 +156,39 @@ export class ConnectClient {
     throw new Error(`restarting connector ${name} failed with HTTP ${r.status}`);
   }
 
+  /**
+   * Stops the connector (KIP-875: its tasks are shut down, its config and offsets kept; no thread,
+   * no replication connection) or resumes a stopped one. Connect answers 409 while it rebalances.
+   */
+  async setTarget(name: string, target: 'stop' | 'resume'): Promise<void> {
+    for (let i = 0; ; i++) {
+      const r = await this.call('PUT', `/connectors/${encodeURIComponent(name)}/${target}`);
+      if (r.status === 202 || r.status === 204 || r.status === 200) return;
+      if (r.status === 409 && i < 30) {
+        await sleep(500);
+        continue;
+      }
+      throw new Error(`${target} of connector ${name} failed with HTTP ${r.status}`);
+    }
+  }
+
+  /**
+   * Where the connector is in the change stream, from its committed source offset (GET
+   * /connectors/{name}/offsets, Kafka 3.6+; readable while it is stopped): the transaction id and
+   * the LSN of the last change it processed (Debezium's txId and lsn_proc). null when it has
+   * committed no offset yet.
+   */
+  async processedPosition(name: string): Promise<{ txId: string; lsn: string } | null> {
+    const r = await this.call('GET', `/connectors/${encodeURIComponent(name)}/offsets`);
+    if (r.status !== 200) throw new Error(`reading the offsets of connector ${name} failed with HTTP ${r.status}`);
+    const offset = (r.json?.offsets ?? [])[0]?.offset as Record<string, unknown> | undefined;
+    const lsn = offset?.lsn_proc ?? offset?.lsn;
+    if (offset?.txId === undefined || offset?.txId === null || lsn === undefined || lsn === null) return null;
+    // Debezium stores an LSN as a 64-bit number; PostgreSQL writes it as two hex halves
+    const n = BigInt(lsn as number | string);
+    return { txId: String(offset.txId), lsn: `${(n >> 32n).toString(16).toUpperCase()}/${(n & 0xffffffffn).toString(16).toUpperCase()}` };
+  }
+
   async list(): Promise<string[]> {
     const r = await this.call('GET', '/connectors');
     return Array.isArray(r.json) ? r.json : [];

@@ -28,6 +28,7 @@ import { connectorRestarts, connectorStates, slotCaptureLagSecondsMax, slotRetai
 import type { ConnectorStatus } from './connector.js';
 import { slotName } from './connector.js';
 import { refreshProjectOutbox } from './service.js';
+import { projectsToWake, stopIdleConnector, type IdleProject } from './idle-capture.js';
 import { hostname } from 'node:os';
 
 type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs' | 'log'>;
@@ -39,7 +40,7 @@ const STABLE_MS = 60_000;
 /** slots are read every this many checks (and at every check where a connector is not running) */
 const SLOT_EVERY = 6;
 
-export type SupervisedState = 'running' | 'restarting' | 'failing' | 'waiting_for_database' | 'missing';
+export type SupervisedState = 'running' | 'restarting' | 'failing' | 'waiting_for_database' | 'missing' | 'idle';
 
 interface Row {
   ref: string;
@@ -51,6 +52,10 @@ interface Row {
   next_restart_at: Date | null;
   last_failure: string | null;
   slot_waiting_since: Date | null;
+  stopped_at: Date | null;
+  wake_writes: number | null;
+  resumed_at: Date | null;
+  last_activity: Date | null;
 }
 
 interface SlotInfo {
@@ -104,6 +109,22 @@ export class ConnectorSupervisor {
     }
   }
 
+  /** Resumes idle projects' connectors whose database was written to (idle-capture.ts). Never throws. */
+  async wake(): Promise<void> {
+    if (!this.#lock) return;
+    try {
+      const idle = (await this.#ctx.db.query<IdleProject>(`select project_ref as ref, connector, wake_writes, stopped_at from connector_supervision where state = 'idle'`)).rows;
+      if (idle.length === 0) return;
+      for (const w of await projectsToWake(this.#ctx, idle)) {
+        await this.#ctx.connect.setTarget(w.connector, 'resume');
+        await this.#ctx.db.query(`update connector_supervision set state = 'running', stopped_at = null, resumed_at = now() where project_ref = $1 and state = 'idle'`, [w.ref]);
+        this.#log.info({ project: w.ref, connector: w.connector, why: w.why }, w.why === 'write' ? 'database written to: connector resumed' : 'connector resumed for its periodic refresh (CAPTURE_IDLE_REFRESH)');
+      }
+    } catch (err) {
+      this.#log.warn({ err }, 'waking idle connectors failed; the next check tries again');
+    }
+  }
+
   async release(): Promise<void> {
     const c = this.#lock;
     this.#lock = null;
@@ -149,7 +170,9 @@ export class ConnectorSupervisor {
     const rows = (
       await ctx.db.query<Row>(
         `select p.ref, p.connector_name as connector, s.state, coalesce(s.restarts, 0) as restarts, coalesce(s.total_restarts, 0) as total_restarts,
-                s.last_restart_at, s.next_restart_at, s.last_failure, s.slot_waiting_since
+                s.last_restart_at, s.next_restart_at, s.last_failure, s.slot_waiting_since, s.stopped_at, s.wake_writes, s.resumed_at,
+                greatest(p.outbox_enabled_at, s.resumed_at,
+                         (select d.created_at from deliveries d where d.project_ref = p.ref order by d.created_at desc limit 1)) as last_activity
            from projects p left join connector_supervision s on s.project_ref = p.ref
           where p.outbox_enabled_at is not null and p.connector_name is not null`,
       )
@@ -165,8 +188,9 @@ export class ConnectorSupervisor {
       return;
     }
 
-    const counts: Record<SupervisedState, number> = { running: 0, restarting: 0, failing: 0, waiting_for_database: 0, missing: 0 };
-    const readSlots = this.#checks++ % SLOT_EVERY === 0 || rows.some((r) => !statuses.has(r.connector) || !running(statuses.get(r.connector)!));
+    const counts: Record<SupervisedState, number> = { running: 0, restarting: 0, failing: 0, waiting_for_database: 0, missing: 0, idle: 0 };
+    const quiet = (r: Row) => r.state === 'idle' && statuses.get(r.connector)?.connector === 'STOPPED';
+    const readSlots = this.#checks++ % SLOT_EVERY === 0 || rows.some((r) => !quiet(r) && (!statuses.has(r.connector) || !running(statuses.get(r.connector)!)));
     const slots = readSlots ? await this.#slots(rows.map((r) => r.ref)) : null;
     const lags: number[] = [];
     for (const row of rows) {
@@ -196,7 +220,19 @@ export class ConnectorSupervisor {
     let next = row.next_restart_at;
     let failure = row.last_failure;
 
-    if (!status) {
+    let stoppedAt = row.stopped_at;
+    let wakeWrites = row.wake_writes;
+    let resumedAt = row.resumed_at;
+    if (status?.connector === 'STOPPED') {
+      if (state !== 'idle') {
+        // stopped by someone else, or by a supervisor that died between stopping and recording it:
+        // nothing would ever wake it, so it runs again
+        await ctx.connect.setTarget(row.connector, 'resume');
+        log.warn('the connector was stopped, not by the supervisor for an idle project; resumed it');
+        state = 'running';
+        resumedAt = new Date(now);
+      }
+    } else if (!status) {
       // deleted from Connect, or Connect lost its config topic: registered again from the slot
       state = 'missing';
       if (!next || next.getTime() <= now) {
@@ -210,8 +246,22 @@ export class ConnectorSupervisor {
         state = 'restarting';
       }
     } else if (running(status)) {
-      if (state !== 'running') log.info({ restarts }, 'connector running again');
+      if (state !== 'running' && state !== 'idle') log.info({ restarts }, 'connector running again');
       state = 'running';
+      stoppedAt = null;
+      const idleFor = row.last_activity ? now - row.last_activity.getTime() : 0;
+      if (ctx.cfg.CAPTURE_IDLE_AFTER > 0 && restarts === 0 && idleFor >= ctx.cfg.CAPTURE_IDLE_AFTER) {
+        const r = await stopIdleConnector(ctx, row.ref, row.connector);
+        if (r.stopped) {
+          state = 'idle';
+          stoppedAt = new Date(now);
+          wakeWrites = r.writes;
+          log.info({ idle_seconds: Math.round(idleFor / 1000) }, 'no message for CAPTURE_IDLE_AFTER: connector stopped; it resumes at the next write to the database');
+        } else {
+          resumedAt = new Date(now);
+          log.info({ reason: r.reason }, 'connector kept running');
+        }
+      }
       // the backoff counts restarts in a row: it starts from zero once a restart has held a while
       if (restarts > 0 && (!lastRestart || now - lastRestart.getTime() >= STABLE_MS)) {
         restarts = 0;
@@ -246,7 +296,8 @@ export class ConnectorSupervisor {
     }
 
     // the slot: WAL retained, and since when changes have waited without a consumer
-    let slotCols: [number | null, number | null, string | null, number | null, number | null, Date | null] = [null, null, 'missing', null, null, null];
+    // null: read, and there is no such slot; undefined: not read at this check
+    let slotCols: [number | null, number | null, string | null, number | null, number | null, Date | null] = [null, null, slot === null ? 'missing' : null, null, null, null];
     let lag: number | null = null;
     if (slot && !(slot instanceof Error)) {
       const waiting = !slot.active && (slot.pending ?? 0) > 0;
@@ -266,17 +317,18 @@ export class ConnectorSupervisor {
     const keepSlot = slot === undefined || slot instanceof Error;
     await ctx.db.query(
       `insert into connector_supervision as s (project_ref, connector, state, restarts, total_restarts, last_restart_at, next_restart_at, last_failure,
-                                              slot_retained_bytes, slot_pending_bytes, slot_wal_status, slot_safe_wal_bytes, capture_lag_seconds, slot_waiting_since, checked_at)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now())
+                                              slot_retained_bytes, slot_pending_bytes, slot_wal_status, slot_safe_wal_bytes, capture_lag_seconds, slot_waiting_since,
+                                              stopped_at, wake_writes, resumed_at, checked_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $16, $17, $18, now())
        on conflict (project_ref) do update set connector = $2, state = $3, restarts = $4, total_restarts = $5, last_restart_at = $6, next_restart_at = $7,
-         last_failure = $8, checked_at = now(),
+         last_failure = $8, checked_at = now(), stopped_at = $16, wake_writes = $17, resumed_at = $18,
          slot_retained_bytes = case when $15 then s.slot_retained_bytes else $9 end,
          slot_pending_bytes = case when $15 then s.slot_pending_bytes else $10 end,
          slot_wal_status = case when $15 then s.slot_wal_status else $11 end,
          slot_safe_wal_bytes = case when $15 then s.slot_safe_wal_bytes else $12 end,
          capture_lag_seconds = case when $15 then s.capture_lag_seconds else $13 end,
          slot_waiting_since = case when $15 then s.slot_waiting_since else $14 end`,
-      [row.ref, row.connector, state, restarts, total, lastRestart, next, failure, ...slotCols, keepSlot],
+      [row.ref, row.connector, state, restarts, total, lastRestart, next, failure, ...slotCols, keepSlot, stoppedAt, wakeWrites, resumedAt],
     );
     return { state, lag };
   }
@@ -365,12 +417,21 @@ export function startConnectorSupervisor(ctx: Ctx): { name: string; supervisor: 
   };
   const timer = setInterval(tick, ctx.cfg.CONNECTOR_SUPERVISE_INTERVAL);
   timer.unref();
+  // waking is cheap (one query per cluster) and frequent; it waits for a running check to finish
+  const wakeTimer = setInterval(() => {
+    if (current) return;
+    current = supervisor.wake().finally(() => {
+      current = null;
+    });
+  }, ctx.cfg.CAPTURE_WAKE_INTERVAL);
+  wakeTimer.unref();
   tick();
   return {
     name: 'supervisor',
     supervisor,
     async stop() {
       clearInterval(timer);
+      clearInterval(wakeTimer);
       await current;
       await supervisor.release();
     },

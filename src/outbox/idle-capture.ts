@@ -1,0 +1,154 @@
+// Idle projects cost nothing. A running Debezium task costs CPU even with nothing to capture: JFR
+// of an idle Connect shows ~80 % of its samples in ChangeEventQueue.poll, which with
+// poll.interval.ms=10 wakes a hundred times a second and spins out the last sub-millisecond of each
+// wait (Threads.Timer.remaining); measured here ~90 ms/s of Connect CPU per idle connector, plus a
+// walsender. A STOPPED connector (KIP-875) has no task and no replication connection at all.
+//
+// So the supervisor (supervisor.ts) stops the connector of a project that has had no message for
+// CAPTURE_IDLE_AFTER, and resumes it when its database is written to. The guarantee holds because a
+// stopped connector's replication slot keeps every change: a row committed while the connector is
+// stopped, stopping or resuming is read when it runs again. What must not happen is a row left in
+// the slot with nothing to wake the connector for it:
+//
+//  1. Before stopping: the database's write counters W0 (pg_stat_database: tup_inserted +
+//     tup_updated + tup_deleted; any enqueue inserts a row) and the WAL position L0.
+//  2. Stop, and wait until the slot has no reader.
+//  3. Peek the slot up to L0 (pg_logical_slot_peek_binary_changes with the connector's
+//     publication: only base.outbox inserts can appear), after the connector's committed offset.
+//     Anything there was committed before L0 and not captured: resume at once. Nothing: the
+//     connector stays stopped ('idle').
+//  4. Every CAPTURE_WAKE_INTERVAL, one query per database cluster reads the counters of every idle
+//     project's database: a write since W0 resumes the connector. A row committed after step 1
+//     moves the counters (PostgreSQL flushes a backend's counters when it goes idle, at most a
+//     second apart), so it wakes the connector; a row committed before step 1 is below L0 and is
+//     found by step 3.
+//  5. A stopped connector is resumed at least every CAPTURE_IDLE_REFRESH anyway: its slot advances
+//     (a stopped slot pins WAL of the whole cluster) and, should a wake ever be missed (the
+//     statistics reset, say), the wait for that row is bounded by it.
+//
+// Writes to tables without webhooks wake a connector too; it stops again after CAPTURE_IDLE_AFTER.
+// The cost of waking: the first message after an idle period waits for the wake check and the task
+// start (a few seconds, measured in the README); a project with traffic never stops.
+import pg from 'pg';
+import type { AppContext } from '../context.js';
+import { publicationName, slotName } from './connector.js';
+
+type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'projectDbs' | 'log'>;
+
+const WRITES = 'tup_inserted + tup_updated + tup_deleted';
+
+export function databaseName(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.slice(1));
+}
+
+async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, application_name: 'integrations:supervisor' });
+  c.on('error', () => {});
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end().catch(() => {});
+  }
+}
+
+export type StopResult = { stopped: true; writes: number } | { stopped: false; reason: string };
+
+/**
+ * Steps 1-3 above for one project whose connector is running. On `stopped: false` the connector
+ * is running again (or was never stopped).
+ */
+export async function stopIdleConnector(ctx: Ctx, ref: string, connector: string): Promise<StopResult> {
+  const url = await ctx.projectDbs.url(ref);
+  const db = databaseName(url);
+  const slot = slotName(ref, ctx.cfg.TOPIC_PREFIX);
+  const publication = publicationName(ref, ctx.cfg.TOPIC_PREFIX);
+  return withClient(url, async (c) => {
+    const before = (await c.query(`select (select ${WRITES} from pg_stat_database where datname = $1)::float8 as writes, pg_current_wal_lsn()::text as lsn`, [db])).rows[0];
+    await ctx.connect.setTarget(connector, 'stop');
+    // the task's replication connection goes with it; peeking needs the slot free
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const r = await c.query('select active from pg_replication_slots where slot_name = $1', [slot]);
+      if (r.rowCount === 0) {
+        await ctx.connect.setTarget(connector, 'resume');
+        return { stopped: false, reason: 'the replication slot does not exist' };
+      }
+      if (!r.rows[0].active) break;
+      if (Date.now() > deadline) {
+        await ctx.connect.setTarget(connector, 'resume');
+        return { stopped: false, reason: 'the slot still had a reader 30s after the stop' };
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // Messages up to L0 that the connector has not processed ('I': an insert into base.outbox, the
+    // only table of the publication). The slot's confirmed position trails what the connector
+    // processed (Debezium confirms to the slot lazily), so its own committed offset, read after
+    // the stop's final commit, says where it was: transactions come out of the slot in commit
+    // order, so what follows its last transaction (and, within that one, its last change) is new.
+    const at = await ctx.connect.processedPosition(connector);
+    const pending = await c.query(
+      `with ch as (
+         select x.lsn, x.xid, get_byte(x.data, 0) as t, x.n
+           from pg_logical_slot_peek_binary_changes($1, $2::pg_lsn, null, 'proto_version', '1', 'publication_names', $3) with ordinality as x(lsn, xid, data, n)),
+       last as (select max(n) as n from ch where $4::text is not null and xid = $4::xid)
+       select count(*)::int as n from ch, last
+        where ch.t = ascii('I')
+          and (last.n is null or (ch.xid <> $4::xid and ch.n > last.n) or (ch.xid = $4::xid and ch.lsn > $5::pg_lsn))`,
+      [slot, before.lsn, publication, at?.txId ?? null, at?.lsn ?? null],
+    );
+    if (pending.rows[0].n > 0) {
+      await ctx.connect.setTarget(connector, 'resume');
+      return { stopped: false, reason: `${pending.rows[0].n} message(s) committed just before the stop were not captured yet` };
+    }
+    return { stopped: true, writes: Number(before.writes ?? 0) };
+  });
+}
+
+export interface IdleProject {
+  ref: string;
+  connector: string;
+  wake_writes: number;
+  stopped_at: Date;
+}
+
+/**
+ * Step 4 and 5: which idle projects to resume now. Reads pg_stat_database once per cluster (it is
+ * cluster-wide), through a pooled connection to one of the cluster's project databases.
+ */
+export async function projectsToWake(ctx: Ctx, idle: IdleProject[]): Promise<{ ref: string; connector: string; why: 'write' | 'refresh' }[]> {
+  const now = Date.now();
+  const out: { ref: string; connector: string; why: 'write' | 'refresh' }[] = [];
+  const clusters = new Map<string, { ref: string; members: { p: IdleProject; db: string }[] }>();
+  for (const p of idle) {
+    if (now - p.stopped_at.getTime() >= ctx.cfg.CAPTURE_IDLE_REFRESH) {
+      out.push({ ref: p.ref, connector: p.connector, why: 'refresh' });
+      continue;
+    }
+    const url = await ctx.projectDbs.url(p.ref);
+    const u = new URL(url);
+    const key = `${u.hostname}:${u.port}`;
+    const cluster = clusters.get(key) ?? { ref: p.ref, members: [] };
+    cluster.members.push({ p, db: databaseName(url) });
+    clusters.set(key, cluster);
+  }
+  await Promise.all(
+    [...clusters.values()].map(async ({ ref, members }) => {
+      try {
+        // a pooled connection: a new one every second would cost the cluster a backend start each time
+        const pool = await ctx.projectDbs.pool(ref);
+        const r = await pool.query(`select datname, (${WRITES})::float8 as writes from pg_stat_database where datname = any($1)`, [members.map((m) => m.db)]);
+        const writes = new Map(r.rows.map((x) => [x.datname as string, Number(x.writes)]));
+        for (const m of members) {
+          const w = writes.get(m.db);
+          // moved either way: a write, or the statistics were reset (resume rather than guess)
+          if (w === undefined || w !== Number(m.p.wake_writes)) out.push({ ref: m.p.ref, connector: m.p.connector, why: 'write' });
+        }
+      } catch (err) {
+        // the cluster is away: nothing can be written to it either; the next check tries again
+        ctx.log.debug({ err }, 'reading write counters of idle projects failed');
+      }
+    }),
+  );
+  return out;
+}
