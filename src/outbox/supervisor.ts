@@ -315,6 +315,13 @@ export class ConnectorSupervisor {
     }
     // not read at this check (undefined), or could not be read: keep what was known
     const keepSlot = slot === undefined || slot instanceof Error;
+    // written only when something changed (or the slot was read): a hundred idle projects must
+    // not cost the control database a hundred updates every check
+    const t = (d: Date | null) => d?.getTime() ?? null;
+    const changed =
+      row.state !== state || row.restarts !== restarts || row.total_restarts !== total || t(row.last_restart_at) !== t(lastRestart) || t(row.next_restart_at) !== t(next) ||
+      row.last_failure !== failure || t(row.stopped_at) !== t(stoppedAt) || (row.wake_writes === null ? null : Number(row.wake_writes)) !== (wakeWrites === null ? null : Number(wakeWrites)) || t(row.resumed_at) !== t(resumedAt);
+    if (!changed && keepSlot) return { state, lag };
     await ctx.db.query(
       `insert into connector_supervision as s (project_ref, connector, state, restarts, total_restarts, last_restart_at, next_restart_at, last_failure,
                                               slot_retained_bytes, slot_pending_bytes, slot_wal_status, slot_safe_wal_bytes, capture_lag_seconds, slot_waiting_since,
