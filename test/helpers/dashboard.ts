@@ -1,4 +1,4 @@
-// The owner's dashboard in a real browser, for the dashboard*.test.ts files: Debian's Chromium
+// The owner's dashboard in a real browser, for the dashboard*.test.ts files: Chromium (browser.ts)
 // driven by playwright-core against a real service of the file's own on the shared stack. It records
 // every request that leaves the service's origin and every Content-Security-Policy violation the
 // browser reports, so each file can end by checking there were none.
@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { inject } from 'vitest';
+import { CHROMIUM_ARGS } from './browser.js';
 import { startTestService, type TestProject, type TestService } from './service.js';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -75,9 +77,9 @@ export async function startDashboard(opts: { roles?: string[] } = {}): Promise<D
     profile = mkdtempSync(join(tmpdir(), 'dashboard-chromium-'));
     mkdirSync(SHOTS, { recursive: true });
     browser = await chromium.launchPersistentContext(profile, {
-      executablePath: '/usr/bin/chromium',
+      executablePath: inject('chromium'),
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: CHROMIUM_ARGS,
       viewport: { width: 1280, height: 860 },
       permissions: ['clipboard-read', 'clipboard-write'],
     });

@@ -4,6 +4,7 @@
 import type { TestProject } from 'vitest/node';
 import { loadConfig } from '../../src/config.js';
 import { stackUp } from '../../src/stack/local-stack.js';
+import { resolveChromium } from './browser.js';
 
 export default async function setup(project: TestProject) {
   const cfg = loadConfig({ ...process.env, APP_ENV: 'test' });
@@ -16,6 +17,8 @@ export default async function setup(project: TestProject) {
     console.log(`[stack] ready in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
   }
   project.provide('stack', endpoints);
+  // once for the run (an install must not race between files); a missing browser is one clear line
+  project.provide('chromium', resolveChromium({ log: (l) => console.log(`[browser] ${l}`) }));
 }
 
 function adminUrl(url: string) {
@@ -27,5 +30,7 @@ function adminUrl(url: string) {
 declare module 'vitest' {
   export interface ProvidedContext {
     stack: { databaseUrl: string; adminDatabaseUrl: string; kafkaBrokers: string[]; connectUrl: string };
+    /** the Chromium executable (test/helpers/browser.ts) */
+    chromium: string;
   }
 }

@@ -16,6 +16,7 @@ import pg from 'pg';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { repoRoot } from '../../src/config.js';
+import { CHROMIUM_ARGS } from '../helpers/browser.js';
 import { childEnv } from '../helpers/delivery-tools.js';
 import { eventually, uniqueName } from '../helpers/env.js';
 import { freePort, startTestService, type TestService } from '../helpers/service.js';
@@ -179,9 +180,9 @@ describe('the first start', () => {
     // the browser step: open the url, sign in as ann (any password), continue
     const profile = mkdtempSync(join(tmpdir(), 'first-run-chromium-'));
     const browser = await chromium.launchPersistentContext(profile, {
-      executablePath: (inject as (k: string) => string | undefined)('chromium') ?? '/usr/bin/chromium',
+      executablePath: inject('chromium'),
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: CHROMIUM_ARGS,
     });
     let code: string;
     try {
