@@ -63,6 +63,17 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     reply.header('x-request-id', req.id);
   });
 
+  // An empty body sent as application/json (curl -H 'content-type: application/json' with no -d,
+  // auth-js's POST /logout) is no body: routes whose body is optional take it, routes that need one
+  // answer validation_failed "body must be object". Anything else goes through Fastify's own parser
+  // (secure-json-parse: __proto__ and constructor.prototype keys are refused).
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (body === '' || (typeof body === 'string' && body.trim() === '')) return done(null, undefined);
+    json(req, body as string, done);
+  });
+
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

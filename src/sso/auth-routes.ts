@@ -77,17 +77,8 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
         .header('access-control-max-age', '600')
         .send(),
   );
-  // auth-js sends POST /logout with a JSON content type and no body; treat that as no body.
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    if (body === '') return done(null, undefined);
-    try {
-      done(null, JSON.parse(body as string));
-    } catch (e) {
-      done(Object.assign(e as Error, { statusCode: 400 }), undefined);
-    }
-  });
-
+  // auth-js sends POST /logout with a JSON content type and no body: the server's JSON parser reads
+  // an empty body as no body (src/http/server.ts).
   for (const kind of Object.values(kinds)) kind!.registerRoutes(app, ctx);
 
   app.post<{ Params: { ref: string }; Body: SsoBody }>(

@@ -4,6 +4,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
+import { ref } from '../management/schemas.js';
 import { loadAuthProject } from './auth-project.js';
 import { getProvider } from './provider-store.js';
 import { spMetadataXml } from './saml/index.js';
@@ -14,7 +15,7 @@ import type { SsoContext } from './types.js';
 const params = {
   type: 'object',
   required: ['ref', 'providerId'],
-  properties: { ref: { type: 'string', pattern: '^[a-z][a-z0-9-]{2,39}$' }, providerId: { type: 'string', maxLength: 64 } },
+  properties: { ref, providerId: { type: 'string', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' } },
 } as const;
 
 // The core refuses responses over 512 KiB of XML; their base64, form-encoded, stays under this.
@@ -63,6 +64,9 @@ export function registerSamlRoutes(app: FastifyInstance, ctx: SsoContext): void 
         },
       },
       async (req, reply) => {
+        // attachValidation keeps a bad form on the redirect path below, but a path that names no
+        // possible project or provider (a NUL, a non-uuid) never reaches the database
+        if (req.validationError?.validationContext === 'params') throw new ApiError('not_found');
         const project = await loadAuthProject(ctx, req.params.ref);
         if (!project) throw new ApiError('not_found');
         const body = (req.body ?? {}) as AcsBody;
