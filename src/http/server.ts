@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiError, isApiError } from '../errors.js';
+import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { httpRequests } from '../lib/metrics.js';
 
 export interface ServerOptions {
@@ -138,6 +139,12 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
         : 'validation_failed';
       const e = new ApiError(code);
       return reply.code(e.status).send(e.toJSON());
+    }
+    // A database restarting or failing over is not our bug: 503 with Retry-After, and a warning
+    // naming what is away rather than an error with a stack.
+    if (isDatabaseUnavailable(err)) {
+      req.log.warn({ err: err.message }, 'a database this request needs is unavailable; answered 503');
+      return reply.code(503).header('retry-after', '5').send(new ApiError('service_unavailable', 'A database this request needs is unavailable (restarting or failing over); try again in a few seconds.').toJSON());
     }
     // Internal: log the cause once, with the request id; the client sees no detail.
     req.log.error({ err }, 'unhandled error');
