@@ -100,6 +100,8 @@ describe('Management API fuzz: malformed requests get a 4xx JSON error, never a 
 
     const badJson = fc
       .tuple(notGet, fc.oneof(fc.string({ maxLength: 60 }), fc.constantFrom('{', '{"a":1,}', "{'a':1}", '{"value": "v"', 'NaN', '[1,]', '{"a":1}{', '\u0000', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{"x":1}}}')))
+      // an empty (or blank) body is no body by design (src/http/server.ts), not bad JSON
+      .filter(([, text]) => text.trim() !== '')
       .filter(([, text]) => {
         try {
           JSON.parse(text);
