@@ -3,6 +3,7 @@
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { createPool } from './db/pool.js';
+import { isDatabaseUnavailable } from './db/unavailable.js';
 import { migrate } from './db/migrate.js';
 import { ProjectDatabases } from './db/project-dbs.js';
 import { Partitioners } from 'kafkajs';
@@ -31,18 +32,22 @@ export async function resolveEndpoints(cfg: Config, log: Logger): Promise<Endpoi
 
 export async function createContext(cfg: Config, log: Logger, endpoints: Endpoints): Promise<AppContext> {
   const db = createPool(endpoints.databaseUrl, 20, 'integrations-control');
-  const applied = await migrate(db, undefined, (m) => log.info(m));
+  // A process started while the database or the broker is away (a restart of everything at once,
+  // a failover) waits for them instead of exiting: runs itself without a supervisor's restart loop.
+  const applied = await untilAvailable(cfg, log, 'the control database', isDatabaseUnavailable, () => migrate(db, undefined, (m) => log.info(m)));
   if (applied) log.info({ applied }, 'control database migrated');
   const box = new SecretBox(cfg.masterKey, cfg.previousMasterKeys);
   const kafka = createKafka(endpoints.kafkaBrokers, cfg.KAFKA_CLIENT_ID, log);
   const topics = topicNames(cfg.TOPIC_PREFIX, cfg.retryDelaysMs);
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    await ensureTopics(admin, topics, cfg.OUTBOX_PARTITIONS);
-  } finally {
-    await admin.disconnect();
-  }
+  await untilAvailable(cfg, log, 'Kafka', isKafkaUnavailable, async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await ensureTopics(admin, topics, cfg.OUTBOX_PARTITIONS);
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
+  });
   // The Java client's partitioner (murmur2), named so kafkajs does not warn about its default at every start
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
@@ -58,6 +63,39 @@ export async function createContext(cfg: Config, log: Logger, endpoints: Endpoin
     connect: new ConnectClient(endpoints.connectUrl),
     projectDbs: new ProjectDatabases(db, box),
   };
+}
+
+/** Kafka could not be reached (connection refused, retries spent on connecting, no leader yet). */
+function isKafkaUnavailable(err: unknown): boolean {
+  const e = err as { name?: string; message?: string; cause?: unknown; retriable?: boolean };
+  return (
+    e?.name === 'KafkaJSConnectionError' ||
+    e?.name === 'KafkaJSNumberOfRetriesExceeded' ||
+    e?.name === 'KafkaJSBrokerNotFound' ||
+    e?.retriable === true ||
+    /ECONNREFUSED|Connection error|topics not ready/.test(String(e?.message)) ||
+    (e?.cause !== undefined && isKafkaUnavailable(e.cause))
+  );
+}
+
+/**
+ * Runs `fn` until it succeeds, while its failures say `what` is unavailable, for up to
+ * STARTUP_WAIT: waits 1 s, 2 s, 4 s … (at most 10 s) between tries, one warning per try.
+ */
+async function untilAvailable<T>(cfg: Config, log: Logger, what: string, unavailable: (e: unknown) => boolean, fn: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + cfg.STARTUP_WAIT;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const out = await fn();
+      if (attempt > 1) log.info(`${what} is available; starting`);
+      return out;
+    } catch (err) {
+      if (!unavailable(err) || Date.now() >= deadline) throw err;
+      const wait = Math.min(10_000, 1000 * 2 ** (attempt - 1));
+      log.warn({ err: (err as Error).message, attempt }, `waiting for ${what} (unavailable); trying again in ${wait / 1000}s, for up to ${Math.round((deadline - Date.now()) / 1000)}s more (STARTUP_WAIT)`);
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
 }
 
 export async function closeContext(ctx: AppContext): Promise<void> {

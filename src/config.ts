@@ -74,6 +74,8 @@ const schema = z.object({
    * what is done and leave their groups anyway (what is cut off is attempted again by the next owner).
    */
   SHUTDOWN_DRAIN_TIMEOUT: duration.prefault('10s'),
+  /** At start, how long to wait for the control database and Kafka when they are unavailable, before exiting 1. */
+  STARTUP_WAIT: duration.prefault('5m'),
   HOST: z.string().default('127.0.0.1'),
   PORT: port.default(8000),
   /**

@@ -4,8 +4,12 @@ import pg from 'pg';
 // them explicitly where needed and keep the driver default (string) elsewhere.
 export function createPool(connectionString: string, max = 20, applicationName = 'integrations'): pg.Pool {
   const pool = new pg.Pool({ connectionString, max, application_name: applicationName, idleTimeoutMillis: 30_000 });
-  // An idle client losing its connection (database restart) must not crash the process.
+  // A client losing its connection (database restart, failover) must not crash the process. An
+  // idle one is the pool's ('error' on the pool); one checked out between two queries (inside a
+  // transaction, or held as a lock) emits 'error' on itself, which without a listener is an
+  // uncaught exception: its next query fails instead, and the caller's error handling takes over.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 

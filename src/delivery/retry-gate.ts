@@ -25,7 +25,14 @@ export class DueGate {
       key,
       setTimeout(() => {
         this.#timers.delete(key);
-        if (!this.#closed) consumer.resume(tp);
+        if (this.#closed) return;
+        try {
+          consumer.resume(tp);
+        } catch {
+          // The consumer is restarting after a crash (the broker went away): kafkajs throws "not
+          // initialized" from resume() then. Thrown in a timer it used to take the process down;
+          // the restarted consumer starts with nothing paused and holds the record again if needed.
+        }
       }, wait),
     );
     return true;

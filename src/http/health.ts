@@ -103,6 +103,8 @@ export async function healthReport(ctx: AppContext) {
         } else if (r.slot_wal_status === 'missing') {
           check.ok = false;
           check.slot.warning = 'the replication slot does not exist';
+        } else if (check.slot.safe_wal_bytes !== null && check.slot.safe_wal_bytes < ctx.cfg.SLOT_RETAINED_WAL_WARN) {
+          check.slot.warning = `the slot is ${check.slot.safe_wal_bytes} bytes from max_slot_wal_keep_size: past it, it is invalidated and what it has not captured is lost`;
         } else if ((retained ?? 0) >= ctx.cfg.SLOT_RETAINED_WAL_WARN || r.slot_wal_status === 'unreserved') {
           check.slot.warning = `the slot retains ${retained} bytes of WAL (SLOT_RETAINED_WAL_WARN ${ctx.cfg.SLOT_RETAINED_WAL_WARN}${r.slot_wal_status === 'unreserved' ? '; past max_slot_wal_keep_size, about to be lost' : ''})`;
         }

@@ -62,6 +62,7 @@ export async function ownerTokenFor(ctx: Pick<AppContext, 'db'>, token: string):
 
 async function createDatabase(adminUrl: string, name: string): Promise<string> {
   const c = new pg.Client({ connectionString: adminUrl });
+  c.on('error', () => {}); // a lost connection fails the query in progress, not the process
   await c.connect();
   try {
     const exists = await c.query('select 1 from pg_database where datname = $1', [name]);

@@ -26,6 +26,7 @@ export interface OutboxEnv {
 
 async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: url, application_name: 'integrations-outbox-install' });
+  c.on('error', () => {}); // a database going away mid-install fails the query in progress, not the process
   await c.connect();
   try {
     return await fn(c);

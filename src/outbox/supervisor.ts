@@ -304,12 +304,15 @@ export class ConnectorSupervisor {
       const since = waiting ? (row.slot_waiting_since ?? new Date(now)) : null;
       lag = slot.active ? (slot.writeLagSeconds ?? 0) : since ? (now - since.getTime()) / 1000 : 0;
       slotCols = [slot.retained, slot.pending, slot.walStatus, slot.safeWal, lag, since];
-      if ((slot.retained ?? 0) >= ctx.cfg.SLOT_RETAINED_WAL_WARN || slot.walStatus === 'unreserved' || slot.walStatus === 'lost') {
+      const nearLimit = slot.safeWal !== null && slot.safeWal < ctx.cfg.SLOT_RETAINED_WAL_WARN;
+      if ((slot.retained ?? 0) >= ctx.cfg.SLOT_RETAINED_WAL_WARN || nearLimit || slot.walStatus === 'unreserved' || slot.walStatus === 'lost') {
         (slot.walStatus === 'lost' ? log.error.bind(log) : log.warn.bind(log))(
           { retained_bytes: slot.retained, wal_status: slot.walStatus, safe_wal_bytes: slot.safeWal },
           slot.walStatus === 'lost'
             ? 'the replication slot is lost (max_slot_wal_keep_size): changes not captured before are gone; see README, Operations: a lost slot'
-            : 'the replication slot retains a lot of WAL: is its connector running? (SLOT_RETAINED_WAL_WARN)',
+            : nearLimit
+              ? 'the replication slot is close to max_slot_wal_keep_size: it is invalidated (and what it has not captured lost) when it passes it; is its connector running?'
+              : 'the replication slot retains a lot of WAL: is its connector running? (SLOT_RETAINED_WAL_WARN)',
         );
       }
     }

@@ -98,6 +98,12 @@ describe('connector supervision', () => {
     expect(health.checks.connectors[project.ref]).toMatchObject({ ok: true, state: 'running' });
     expect(health.checks.connectors[project.ref].total_restarts).toBeGreaterThanOrEqual(1);
     expect(health.checks.supervisor).toMatchObject({ ok: true });
+    // the slot as the supervisor read it (the local stack limits max_slot_wal_keep_size, so safe_wal_bytes is known)
+    await eventually(async () => typeof (await svc.api(null, 'GET', '/health')).body.checks.connectors[project.ref].slot?.retained_wal_bytes === 'number', 60_000, 'slot figures');
+    const slot = (await svc.api(null, 'GET', '/health')).body.checks.connectors[project.ref].slot;
+    expect(slot).toMatchObject({ wal_status: expect.stringMatching(/reserved|extended/), retained_wal_bytes: expect.any(Number), pending_bytes: expect.any(Number), safe_wal_bytes: expect.any(Number) });
+    const retainedMax = (await registry.getSingleMetric('integrations_replication_slot_retained_wal_bytes_max')!.get()).values[0]?.value;
+    expect(retainedMax).toBeGreaterThan(0);
     expect(notes().filter((n) => n === 'before')).toHaveLength(1);
   });
 

@@ -4,8 +4,9 @@
 // database keeps answering; afterwards the pools reconnect by themselves.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, stack } from '../helpers/env.js';
+import { dbUrl, eventually, stack } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
+import { createPool } from '../../src/db/pool.js';
 
 describe('the control database away and back', () => {
   let svc: TestService;
@@ -48,5 +49,27 @@ describe('the control database away and back', () => {
     await admin(`alter database ${pg.escapeIdentifier(svc.controlDb)} allow_connections true`);
     await eventually(async () => (await svc.api(p.ownerToken, 'GET', '/v1/projects')).status === 200, 10_000, 'the Management API back');
     expect((await svc.api(null, 'GET', '/health')).body.checks.postgres).toEqual({ ok: true });
+  });
+
+  it('a connection cut while a client is checked out between two queries fails its next query, not the process', async () => {
+    // the pool the service uses, on the test's control database; the client is held as a
+    // transaction in progress or the supervisor's advisory lock holds one
+    const pool = createPool(dbUrl(svc.controlDb), 2, 'integrations-test-held');
+    const uncaught: unknown[] = [];
+    const onUncaught = (e: unknown) => uncaught.push(e);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const held = await pool.connect();
+      const pid = (await held.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+      await admin(`select pg_terminate_backend(${pid})`);
+      await new Promise((r) => setTimeout(r, 300)); // the FATAL message arrives while no query runs
+      expect(uncaught).toEqual([]);
+      await expect(held.query('select 1')).rejects.toThrow();
+      held.release(true);
+      expect((await pool.query('select 1 as one')).rows[0].one).toBe(1); // a new connection
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      await pool.end();
+    }
   });
 });

@@ -173,3 +173,30 @@ export interface SigningKey {
 export interface SigningKeys {
   keys: SigningKey[];
 }
+
+/** GET /v1/projects/{ref}/outbox: the project's capture (Debezium connector and replication slot). */
+export interface OutboxState {
+  outbox_enabled: boolean;
+  connector: {
+    name: string;
+    /** as Kafka Connect reports it now; UNKNOWN when Connect does not answer */
+    state: 'RUNNING' | 'FAILED' | 'PAUSED' | 'UNASSIGNED' | 'RESTARTING' | 'STOPPED' | 'NOT_REGISTERED' | 'UNKNOWN' | string;
+    tasks: { id: number; state: string }[];
+    /** what the connector supervisor last decided; null until it has looked */
+    supervised_state: 'running' | 'idle' | 'restarting' | 'failing' | 'waiting_for_database' | 'missing' | null | string;
+    /** restarts in a row (they drive the backoff) */
+    restarts: number;
+    total_restarts: number;
+    last_restart_at: string | null;
+    next_restart_at: string | null;
+    last_failure: string | null;
+    checked_at: string | null;
+  } | null;
+  slot: {
+    retained_wal_bytes: number | null;
+    pending_bytes: number | null;
+    wal_status: string | null;
+    safe_wal_bytes: number | null;
+    capture_lag_seconds: number | null;
+  } | null;
+}

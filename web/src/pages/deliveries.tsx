@@ -9,6 +9,7 @@ import { Select } from '../ui/form';
 import { Pager, usePager } from '../ui/pager';
 import { DeliveryView, StatusBadge, lastResult } from './delivery-detail';
 import { Replay } from './replay';
+import { CaptureLine } from './capture';
 
 type Status = '' | Delivery['status'];
 type Kind = '' | Delivery['kind'];
@@ -44,6 +45,7 @@ function DeliveryList({ project }: SectionProps) {
         Every webhook call, <code>base.http_request</code> and email is a delivery: <em>pending</em> before its first attempt, then{' '}
         <em>delivered</em>, <em>failed</em> (to be retried with backoff) or <em>dead</em> (no more automatic retries).
       </p>
+      <CaptureLine project={project} />
       <div class="toolbar filters">
         <Select
           label="Status"

@@ -1,10 +1,11 @@
-// What a client needs to talk to the project (URL, anon key), what its plan includes, its sign-in
-// settings and its access-token signing keys.
+// What a client needs to talk to the project (URL, anon key), what its plan includes, how its
+// changes are captured into the outbox, its sign-in settings and its access-token signing keys.
 import type { SectionProps } from './project';
 import { CopyField } from '../ui/copy-field';
 import { Badge, when } from '../ui/feedback';
 import { AuthSettings } from './auth-settings';
 import { SigningKeys } from './signing-keys';
+import { CapturePanel } from './capture';
 
 export function Overview({ project: p, onChanged }: SectionProps & { onChanged: () => void }) {
   return (
@@ -20,10 +21,11 @@ export function Overview({ project: p, onChanged }: SectionProps & { onChanged: 
           ))}
         </dd>
         <dt>Outbox</dt>
-        <dd>{p.outbox_enabled ? 'enabled' : 'not enabled yet (creating a webhook or configuring SMTP enables it)'}</dd>
+        <dd>{p.outbox_enabled ? 'enabled (see Capture below)' : 'not enabled yet (creating a webhook or configuring SMTP enables it)'}</dd>
         <dt>Created</dt>
         <dd>{when(p.created_at)}</dd>
       </dl>
+      <CapturePanel project={p} />
       <h2>Client settings</h2>
       <p class="hint">
         Give these to a client SDK: its auth endpoints live under <code>project URL + /auth/v1</code>.
