@@ -82,6 +82,8 @@ export class BenchService {
   private stopping = false;
   url = '';
   project: Project | null = null;
+  /** idle projects made with idleProjects(): their refs start with this */
+  idlePrefix: string | null = null;
   private env: NodeJS.ProcessEnv = {};
 
   constructor(
@@ -152,6 +154,48 @@ export class BenchService {
     return this.project;
   }
 
+  /**
+   * Creates `count` idle projects of this service (bench/idle-projects.ts, with the service's
+   * environment), `batch` at a time, each left once the supervisor has stopped its connector.
+   */
+  async idleProjects(count: number, batch: number, log: (l: string) => void): Promise<void> {
+    this.idlePrefix = `idle-${this.id}`;
+    await this.script(['bench/idle-projects.ts', 'create', this.idlePrefix, String(count), String(batch)], (line) => {
+      const j = JSON.parse(line);
+      log(`  … ${j.created}/${count} idle projects (a batch of ${j.batch} enabled and stopped in ${j.seconds} s)`);
+    });
+  }
+
+  /** How many of this service's connectors the supervisor has stopped as idle now. */
+  async idleConnectors(): Promise<number> {
+    const c = new pg.Client({ connectionString: dbUrl(this.stack, this.controlDb) });
+    await c.connect();
+    try {
+      return (await c.query(`select count(*)::int as n from connector_supervision where state = 'idle'`)).rows[0].n;
+    } finally {
+      await c.end();
+    }
+  }
+
+  /** Runs a script under node --import tsx with the service's environment; stdout lines to onLine. */
+  private script(args: string[], onLine: (line: string) => void = () => {}): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const p = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: repoRoot, env: { ...this.env, LOG_LEVEL: 'warn' } });
+      let buf = '';
+      let stderr = '';
+      p.stdout.on('data', (d) => {
+        buf += d;
+        for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+          const line = buf.slice(0, i).trim();
+          buf = buf.slice(i + 1);
+          if (line) onLine(line);
+        }
+      });
+      p.stderr.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
+      p.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${args.join(' ')} failed (${code}): ${stderr.trim()}`))));
+    });
+  }
+
   async api(method: string, p: string, body?: unknown): Promise<{ status: number; body: any }> {
     const res = await fetch(`${this.url}${p}`, {
       method,
@@ -201,6 +245,10 @@ export class BenchService {
       }
     };
     await step('stopping the service', () => this.stop());
+    if (this.idlePrefix) {
+      const prefix = this.idlePrefix;
+      await step('removing the idle projects (connectors, slots, databases)', () => this.script(['bench/idle-projects.ts', 'drop', prefix]));
+    }
     if (this.project) {
       const p = this.project;
       const topics = topicNames(this.topicPrefix, []);

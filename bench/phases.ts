@@ -99,6 +99,44 @@ export async function warmPipeline(ctx: PhaseCtx, table: Table): Promise<{ ok: b
   return { ok: a.complete, detail: { delivered: a.delivered, expected: a.expected, seconds: round((a.lastAt - r.startedAt) / 1000, 2) } };
 }
 
+/**
+ * Idle cost: nothing is sent for `seconds` while `idleProjects` projects (connectors stopped by the
+ * supervisor) are present. The figure is the CPU of every process of the stack and the service
+ * (service, Kafka, Kafka Connect, every PostgreSQL process) in ms per second, per idle project.
+ * What is fixed (the service's consumer heartbeats, Kafka's own timers) is divided too: with more
+ * projects the figure only falls.
+ */
+export async function idlePhase(ctx: PhaseCtx, seconds: number, idleProjects: () => Promise<number>): Promise<Phase> {
+  const before = await idleProjects();
+  const d = await measured(ctx, async () => {
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    return {};
+  });
+  const after = await idleProjects();
+  const wall = d.cpu_s.wall_s;
+  const msPerS = Object.fromEntries(
+    Object.entries(d.cpu_s)
+      .filter(([k]) => !['machine_busy_share', 'wall_s'].includes(k))
+      .map(([k, v]) => [k, round((v * 1000) / wall, 1)!]),
+  );
+  const parts = ['service', 'kafka', 'connect', 'postgres'];
+  const total = parts.reduce((n, k) => n + (d.cpu_s[k] ?? 0), 0);
+  const idle = Math.min(before, after);
+  const perProject = idle > 0 ? round((total * 1000) / wall / idle, 2) : null;
+  return {
+    figure: perProject,
+    detail: {
+      idle_projects: { at_start: before, at_end: after },
+      seconds: wall,
+      cpu_ms_per_s: msPerS,
+      stack_and_service_ms_per_s: round((total * 1000) / wall, 1),
+      ms_per_s_per_idle_project: perProject,
+      per_idle_project_by_process: Object.fromEntries(parts.map((k) => [k, idle > 0 ? round(((d.cpu_s[k] ?? 0) * 1000) / wall / idle, 3) : null])),
+      cpu_s: d.cpu_s,
+    },
+  };
+}
+
 export async function e2ePhase(ctx: PhaseCtx): Promise<Phase> {
   const d = await flood(ctx, () => 'bench_hooked');
   return { figure: d.rate, detail: d };

@@ -11,7 +11,7 @@ import { BenchService, resolveStack } from './environment.js';
 import { LoadGenerator, TABLES, tableDdl } from './load.js';
 import { Receipts } from './receipts.js';
 import { ProcWatch, pidFromFile, processAgeSeconds } from './proc.js';
-import { BaselineWorker, baselinePhase, commitPhase, e2ePhase, holPhase, latencyPhase, warmPipeline, type Phase, type PhaseCtx, type Settings } from './phases.js';
+import { BaselineWorker, baselinePhase, commitPhase, e2ePhase, holPhase, idlePhase, latencyPhase, warmPipeline, type Phase, type PhaseCtx, type Settings } from './phases.js';
 import { latencySvg, table, targetsMet, type Figures } from './report.js';
 import { findProfile, summariseProfile } from './profile.js';
 import { OutboxTap } from './tap.js';
@@ -31,7 +31,13 @@ const generatorClients = Number(env.BENCH_CONCURRENCY ?? 16);
 // equal concurrency by default, as the comparison demands; overridable to show graphile-worker at its own best
 const baselineConcurrency = Number(env.BENCH_BASELINE_CONCURRENCY ?? dispatchConcurrency);
 const baselinePool = Number(env.BENCH_BASELINE_POOL ?? Math.min(baselineConcurrency, 64));
-const phasesWanted = new Set((env.BENCH_PHASES ?? 'commit,latency,baseline,e2e,hol').split(',').map((s) => s.trim()));
+const phasesWanted = new Set((env.BENCH_PHASES ?? 'idle,commit,latency,baseline,e2e,hol').split(',').map((s) => s.trim()));
+// Idle projects present during the whole run (docs/benchmark.md, "Idle projects"): created first,
+// their connectors stopped by the supervisor after CAPTURE_IDLE_AFTER (shortened for the run).
+const idleProjects = phasesWanted.has('idle') ? Number(env.BENCH_IDLE_PROJECTS ?? (quick ? 20 : 100)) : 0;
+const idleBatch = Number(env.BENCH_IDLE_BATCH ?? 10);
+const idleSeconds = Number(env.BENCH_IDLE_SECONDS ?? 30);
+const captureIdleAfter = env.BENCH_CAPTURE_IDLE_AFTER ?? '20s';
 
 const loadAtStart = os.loadavg()[0];
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
@@ -92,7 +98,9 @@ async function main() {
   const nodeFlags = [...startScriptNodeFlags(), ...(env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : [])];
   nodeFlags.push(...(env.BENCH_SERVICE_NODE_FLAGS ?? '').split(' ').filter(Boolean));
   log(`service node flags: ${nodeFlags.join(' ') || '(none)'}`);
-  service = new BenchService(stack, path.join(outDir, 'service.log'), { DISPATCH_CONCURRENCY: String(dispatchConcurrency) }, nodeFlags);
+  const serviceEnv: Record<string, string> = { DISPATCH_CONCURRENCY: String(dispatchConcurrency) };
+  if (idleProjects > 0) serviceEnv.CAPTURE_IDLE_AFTER = captureIdleAfter;
+  service = new BenchService(stack, path.join(outDir, 'service.log'), serviceEnv, nodeFlags);
   service.onUnexpectedExit = (e) => log(`THE SERVICE EXITED during the run (code ${e.code}, signal ${e.signal}); delivery phases after this are skipped. See service.log`);
   await service.start();
   const project = await service.createProject();
@@ -166,13 +174,13 @@ async function main() {
       await db.end().catch(() => {});
     }
   };
-  const run = async <T extends Phase>(name: string, fn: () => Promise<T>, needsService = true): Promise<T | null> => {
+  const run = async <T extends Phase>(name: string, fn: () => Promise<T>, needsService = true, settleFirst = true): Promise<T | null> => {
     if (!phasesWanted.has(name)) return null;
     if (needsService && svc.exit) {
       phases[name] = { skipped: 'the service had exited', service_exit: svc.exit };
       return null;
     }
-    await settle(name);
+    if (settleFirst) await settle(name);
     log(`phase ${name}…`);
     const p = await fn();
     const voided = needsService && svc.exit;
@@ -181,6 +189,25 @@ async function main() {
     writeFileSync(path.join(outDir, 'phases.json'), JSON.stringify(phases, null, 2) + '\n');
     log(`phase ${name}: ${voided ? 'void (the service exited)' : (p.figure ?? 'not measured')}`);
     return voided ? null : p;
+  };
+
+  let idle: Phase | null = null;
+  if (idleProjects > 0) {
+    log(`creating ${idleProjects} idle projects (${idleBatch} at a time; the supervisor stops each connector ${captureIdleAfter} after its outbox is enabled)…`);
+    const t0 = Date.now();
+    await service.idleProjects(idleProjects, idleBatch, log);
+    log(`${idleProjects} idle projects in ${Math.round((Date.now() - t0) / 1000)} s`);
+    for (let i = 0; i < 60 && (await svc.idleConnectors()) < idleProjects + 1; i++) await new Promise((r) => setTimeout(r, 2000));
+    // Nothing is sent while idle, and the bench project's own connector stops too (it counts then).
+    // Not settled first: VACUUM writes catalog rows, a write to the database, which wakes its connector.
+    idle = await run('idle', () => idlePhase(ctx, idleSeconds, () => svc.idleConnectors()), true, false);
+  }
+  // A delivery phase must not start on a connector the supervisor stopped between phases (with
+  // idle projects CAPTURE_IDLE_AFTER is short): a few unmeasured rows wake it first.
+  const wake = async (table: 'bench_hooked' = 'bench_hooked') => {
+    if (idleProjects === 0) return;
+    const r = await gen!.run(20, () => table);
+    await receipts.waitFor(r.first, r.count, settings.stallMs, () => true, () => {});
   };
 
   const commit = await run('commit', () => commitPhase(ctx), false);
@@ -199,6 +226,7 @@ async function main() {
       ctx.tap = new OutboxTap();
       await ctx.tap.start(stack.kafkaBrokers, `${service.topicPrefix}.outbox`, `${service.topicPrefix}.bench-tap`);
     }
+    await wake();
     latency = await run('latency', () => latencyPhase(ctx));
     await ctx.tap?.stop();
     ctx.tap = undefined;
@@ -212,7 +240,9 @@ async function main() {
     baselineRate = (await run('baseline', () => baselinePhase(ctx), false))?.figure ?? null;
     await baseline.stop();
   }
+  if (pipeline && phasesWanted.has('e2e')) await wake();
   const e2e = pipeline ? await run('e2e', () => e2ePhase(ctx)) : null;
+  if (pipeline && hang && phasesWanted.has('hol')) await wake();
   const hol = pipeline && hang ? await run('hol', () => holPhase(ctx)) : null;
 
   const serviceRss = watch.peakMb('service', true);
@@ -229,6 +259,10 @@ async function main() {
     kafka_peak_rss_mb: watch.peakMb('kafka'),
     connect_peak_rss_mb: watch.peakMb('connect'),
     postgres_peak_rss_mb: watch.peakMb('postgres'),
+    cpu_ms_per_message: pathCpuPerMessage(e2e),
+    latency_machine_busy: (latency?.detail.cpu_s as Record<string, number> | undefined)?.machine_busy_share ?? null,
+    idle_ms_per_s_per_project: idle?.figure ?? null,
+    idle_projects: idle ? idleProjects : 0,
     messages,
   };
   const met = targetsMet(figures);
@@ -256,6 +290,13 @@ async function main() {
   writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(withProfile, null, 2) + '\n');
   process.stdout.write(`\n${table(figures, met)}\n\nresults: ${path.relative(repoRoot, outDir)}\n`);
   process.stdout.write(JSON.stringify({ ...figures, targets_met: met }) + '\n');
+}
+
+/** The whole path's CPU per delivered message in the e2e phase: service, Kafka, Connect, PostgreSQL. */
+function pathCpuPerMessage(e2e: Phase | null): number | null {
+  const per = e2e?.detail.cpu_ms_per_message as Record<string, number> | undefined;
+  if (!per) return null;
+  return Math.round(['service', 'kafka', 'connect', 'postgres'].reduce((n, k) => n + (per[k] ?? 0), 0) * 1000) / 1000;
 }
 
 main()

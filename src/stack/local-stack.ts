@@ -160,26 +160,31 @@ async function pgUp(cfg: Config, log: Log): Promise<void> {
     log('postgres: initdb (first start)…');
     const initdb = [...run.prefix, path.join(bin, 'initdb'), '-D', d.pgdata, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8'];
     execFileSync(initdb[0], initdb.slice(1), { stdio: 'ignore' });
-    const conf = [
-      `port = ${port}`,
-      `listen_addresses = '127.0.0.1'`,
-      `unix_socket_directories = '${d.pgsock}'`,
-      'wal_level = logical',
-      'max_replication_slots = 64',
-      'max_wal_senders = 64',
-      'max_connections = 400',
-      'shared_buffers = 256MB',
-      // idle slots of deleted test databases must never pin WAL forever on a dev machine
-      'max_slot_wal_keep_size = 2GB',
-      'wal_sender_timeout = 0',
-    ].join('\n');
-    writeFileSync(path.join(d.pgdata, 'postgresql.auto.conf'), conf + '\n');
     writeFileSync(
       path.join(d.pgdata, 'pg_hba.conf'),
       ['local all all trust', 'host all all 127.0.0.1/32 trust', 'host all all ::1/128 trust', 'local replication all trust', 'host replication all 127.0.0.1/32 trust'].join('\n') + '\n',
     );
     if (run.user) chownTree(d.pgdata, run.user);
   }
+  // Written at every start, so a cluster made by an older version gets today's settings too.
+  // A slot and a walsender per project whose connector runs; 256 leaves room for the benchmark's
+  // 100 idle projects beside the test suite's (docs/benchmark.md).
+  const conf = [
+    `port = ${port}`,
+    `listen_addresses = '127.0.0.1'`,
+    `unix_socket_directories = '${d.pgsock}'`,
+    'wal_level = logical',
+    'max_replication_slots = 256',
+    'max_wal_senders = 256',
+    'max_connections = 400',
+    'shared_buffers = 256MB',
+    // idle slots of deleted test databases must never pin WAL forever on a dev machine
+    'max_slot_wal_keep_size = 2GB',
+    'wal_sender_timeout = 0',
+  ].join('\n');
+  const autoConf = path.join(d.pgdata, 'postgresql.auto.conf');
+  writeFileSync(autoConf, conf + '\n');
+  if (run.user) chownTree(autoConf, run.user);
   const logFile = path.join(d.logs, 'postgres.log');
   const fd = openSync(logFile, 'a');
   if (run.user) chownSync(logFile, Number(execFileSync('id', ['-u', run.user]).toString().trim()), statSync(logFile).gid);
