@@ -143,65 +143,76 @@ const ts = (col: string) => `case when ${col} is null then null else to_timestam
 // message_created_at is in microseconds; integer arithmetic keeps every digit
 const tsMicros = (col: string) => `(timestamptz 'epoch' + ${col} * interval '1 microsecond')`;
 
+/** Columns the forward-only upsert moves to the event's values (the rest are kept or merged below). */
+const MOVED = ['target', 'method', 'status', 'run', 'attempts', 'next_attempt_at', 'updated_at'];
+/** Columns that keep showing how the previous run ended while a new run is pending (attempts = 0). */
+const KEPT_WHILE_PENDING = ['last_http_status', 'last_smtp_code', 'last_error', 'last_response_body'];
+
+/**
+ * One statement per batch (plus one for callback outcomes, when there are any): the attempts are
+ * upserted in a CTE that returns which of them are new, and each delivery row is written once, its
+ * total_attempts raised by the new attempts it got. The forward-only guard applies column by column
+ * (`forward`), so a new attempt of a run that already ended (a failed copy's retries) still counts
+ * in total_attempts without reopening the run. Before, total_attempts was recounted by a second
+ * UPDATE of every row: two heap writes per delivery, and the most expensive statement of the
+ * control database (docs/benchmark.md, tuning log).
+ */
 export async function applyEvents(db: Pool | PoolClient, events: DeliveryEvent[]): Promise<void> {
   if (events.length === 0) return;
   const { rows, attempts } = fold(events);
+  const hasCallbacks = events.some((e) => e.type === 'CallbackInvoked');
   const client = 'release' in db ? db : await (db as Pool).connect();
   try {
-    await client.query('begin');
-    if (attempts.length > 0) {
-      await client.query(
-        `insert into delivery_attempts as a (delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, started_at, finished_at)
-         select delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, ${ts('started_at')}, ${ts('finished_at')}
-           from jsonb_to_recordset($1::jsonb) as x(delivery_id uuid, run int, attempt int, outcome text, http_status int, smtp_code int, error text,
-                                                  response_body text, duration_ms int, started_at bigint, finished_at bigint)
-         on conflict (delivery_id, run, attempt) do update set
-           outcome = excluded.outcome, http_status = excluded.http_status, smtp_code = excluded.smtp_code, error = excluded.error,
-           response_body = excluded.response_body, duration_ms = excluded.duration_ms, started_at = excluded.started_at,
-           finished_at = excluded.finished_at
-         where ${attemptPositionSql('a')} < ${attemptPositionSql('excluded')}`,
-        [JSON.stringify(attempts)],
-      );
+    if (hasCallbacks) await client.query('begin');
+    if (rows.length > 0) {
+      const forward = `${positionSql('d')} < ${positionSql('excluded')}`;
+      const moved = MOVED.map((c) => `${c} = case when ${forward} then excluded.${c} else d.${c} end`);
+      const kept = KEPT_WHILE_PENDING.map((c) => `${c} = case when ${forward} and excluded.attempts <> 0 then excluded.${c} else d.${c} end`);
+      await client.query({
+        // named: parsed and planned once per connection
+        name: 'projection-apply',
+        text: `with fresh as (
+           insert into delivery_attempts as a (delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, started_at, finished_at)
+           select delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, ${ts('started_at')}, ${ts('finished_at')}
+             from jsonb_to_recordset($1::jsonb) as x(delivery_id uuid, run int, attempt int, outcome text, http_status int, smtp_code int, error text,
+                                                    response_body text, duration_ms int, started_at bigint, finished_at bigint)
+           on conflict (delivery_id, run, attempt) do update set
+             outcome = excluded.outcome, http_status = excluded.http_status, smtp_code = excluded.smtp_code, error = excluded.error,
+             response_body = excluded.response_body, duration_ms = excluded.duration_ms, started_at = excluded.started_at,
+             finished_at = excluded.finished_at
+           where ${attemptPositionSql('a')} < ${attemptPositionSql('excluded')}
+           returning a.delivery_id, (a.xmax = 0) as inserted
+         ), added as (
+           select delivery_id, count(*)::int as n from fresh where inserted group by delivery_id
+         )
+         insert into deliveries as d (id, project_ref, kind, webhook_id, target, method, status, run, attempts, total_attempts, last_http_status, last_smtp_code,
+                                      last_error, last_response_body, callback_function, message_created_at, next_attempt_at, delivered_at,
+                                      created_at, updated_at)
+         select x.id, project_ref, kind, webhook_id, target, method, status, run, attempts, coalesce(added.n, 0), last_http_status, last_smtp_code,
+                last_error, last_response_body, callback_function, ${tsMicros('message_created_at')}, ${ts('next_attempt_at')}, ${ts('delivered_at')},
+                ${tsMicros('message_created_at')}, ${ts('updated_at')}
+           from jsonb_to_recordset($2::jsonb) as x(id uuid, project_ref text, kind text, webhook_id uuid, target text, method text, status text,
+                                                  run int, attempts int, last_http_status int, last_smtp_code int, last_error text,
+                                                  last_response_body text, callback_function text, message_created_at bigint,
+                                                  next_attempt_at bigint, delivered_at bigint, updated_at bigint)
+           left join added on added.delivery_id = x.id
+         on conflict (id) do update set
+           ${moved.join(',\n           ')},
+           webhook_id = case when ${forward} then coalesce(excluded.webhook_id, d.webhook_id) else d.webhook_id end,
+           -- a new run starts pending but keeps showing how the previous one ended
+           ${kept.join(',\n           ')},
+           delivered_at = case when ${forward} then coalesce(excluded.delivered_at, d.delivered_at) else d.delivered_at end,
+           total_attempts = d.total_attempts + excluded.total_attempts
+         where ${forward} or excluded.total_attempts > 0`,
+        values: [JSON.stringify(attempts), JSON.stringify(rows)],
+      });
     }
-    await client.query(
-      `insert into deliveries as d (id, project_ref, kind, webhook_id, target, method, status, run, attempts, last_http_status, last_smtp_code,
-                                    last_error, last_response_body, callback_function, message_created_at, next_attempt_at, delivered_at,
-                                    created_at, updated_at)
-       select id, project_ref, kind, webhook_id, target, method, status, run, attempts, last_http_status, last_smtp_code,
-              last_error, last_response_body, callback_function, ${tsMicros('message_created_at')}, ${ts('next_attempt_at')}, ${ts('delivered_at')},
-              ${tsMicros('message_created_at')}, ${ts('updated_at')}
-         from jsonb_to_recordset($1::jsonb) as x(id uuid, project_ref text, kind text, webhook_id uuid, target text, method text, status text,
-                                                run int, attempts int, last_http_status int, last_smtp_code int, last_error text,
-                                                last_response_body text, callback_function text, message_created_at bigint,
-                                                next_attempt_at bigint, delivered_at bigint, updated_at bigint)
-       on conflict (id) do update set
-         target = excluded.target,
-         method = excluded.method,
-         webhook_id = coalesce(excluded.webhook_id, d.webhook_id),
-         status = excluded.status,
-         run = excluded.run,
-         attempts = excluded.attempts,
-         -- a new run starts pending but keeps showing how the previous one ended
-         last_http_status = case when excluded.attempts = 0 then d.last_http_status else excluded.last_http_status end,
-         last_smtp_code = case when excluded.attempts = 0 then d.last_smtp_code else excluded.last_smtp_code end,
-         last_error = case when excluded.attempts = 0 then d.last_error else excluded.last_error end,
-         last_response_body = case when excluded.attempts = 0 then d.last_response_body else excluded.last_response_body end,
-         next_attempt_at = excluded.next_attempt_at,
-         delivered_at = coalesce(excluded.delivered_at, d.delivered_at),
-         updated_at = excluded.updated_at
-       where ${positionSql('d')} < ${positionSql('excluded')}`,
-      [JSON.stringify(rows)],
-    );
-    await client.query(
-      `update deliveries d set total_attempts = c.n
-         from (select delivery_id, count(*)::int as n from delivery_attempts where delivery_id = any($1::uuid[]) group by delivery_id) c
-        where d.id = c.delivery_id and d.total_attempts <> c.n`,
-      [rows.map((r) => r.id)],
-    );
-    await applyCallbackEvents(client, events);
-    await client.query('commit');
+    if (hasCallbacks) {
+      await applyCallbackEvents(client, events);
+      await client.query('commit');
+    }
   } catch (e) {
-    await client.query('rollback').catch(() => {});
+    if (hasCallbacks) await client.query('rollback').catch(() => {});
     throw e;
   } finally {
     if (client !== db) (client as PoolClient).release();
