@@ -4,7 +4,7 @@
 import { loadConfig, ConfigError, redactedConfig } from './config.js';
 import { closeContext, createContext, resolveEndpoints } from './app.js';
 import { buildServer } from './http/server.js';
-import { registerRoutes } from './http/routes.js';
+import { registerRoutes } from './routes.js';
 import { healthReport } from './http/health.js';
 import { createLogger } from './lib/logger.js';
 import { busyPorts, type PortNeed } from './lib/ports.js';

@@ -6,10 +6,8 @@ import type { AppContext } from '../context.js';
 import { withTransaction } from '../db/pool.js';
 import { ApiError } from '../errors.js';
 import { ensureOutboxEnabled } from '../outbox/service.js';
-import { recordAudit } from './audit.js';
-import { ownedProject, type ProjectRow } from './owner-auth.js';
-import { projectUrl } from './projects.js';
-import { MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, refParams, refuseBody, TEXT, timestamp } from './schemas.js';
+import { projectUrl, recordAudit } from '../projects/index.js';
+import { ownedProject, type ProjectRow, MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, refParams, refuseBody, TEXT, timestamp } from '../http/index.js';
 
 type Ctx = Pick<AppContext, 'db' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
 

@@ -11,8 +11,8 @@ import { checkUrlLiteral } from '../delivery/guard/url.js';
 import { ApiError } from '../errors.js';
 import { aad } from '../lib/secret-box.js';
 import { ensureOutboxEnabled } from '../outbox/service.js';
-import { recordAudit } from './audit.js';
-import { MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, planErrorResponse, refParams, refuseBody, TEXT, timestamp, wellFormed } from './schemas.js';
+import { recordAudit } from '../projects/index.js';
+import { MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, planErrorResponse, refParams, refuseBody, TEXT, timestamp, wellFormed } from '../http/index.js';
 
 type Ctx = Pick<AppContext, 'db' | 'box' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
 

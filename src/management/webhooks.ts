@@ -10,9 +10,9 @@ import { makeAllowList } from '../delivery/guard/address.js';
 import { ApiError } from '../errors.js';
 import { ensureOutboxEnabled } from '../outbox/service.js';
 import { dropWebhookTrigger, installWebhookTrigger } from '../outbox/webhook-triggers.js';
-import { recordAudit } from './audit.js';
+import { recordAudit } from '../projects/index.js';
 import { tableExists, withProjectDb } from './project-db.js';
-import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp } from './schemas.js';
+import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp } from '../http/index.js';
 import { MAX_HEADERS, HEADER_VALUE_MAX, TIMEOUT_MAX_MS, TIMEOUT_MIN_MS, URL_MAX_LENGTH, checkHeaders, checkWebhookUrl, parseTableName, type WebhookEvent } from './webhook-input.js';
 import {
   addSigningSecret, deleteWebhook, getWebhook, insertWebhook, listWebhooks, rotateSigningSecret, updateWebhook, webhookRecord,

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import ipaddr from 'ipaddr.js';
 import type { RateLimit } from '../config.js';
 import { ApiError } from '../errors.js';
-import { TEXT } from '../management/schemas.js';
+import { refParams, TEXT } from '../http/index.js';
 import { bearerToken, jwks, verifyAccessToken } from './access-tokens.js';
 import { requireApiKey } from './auth-project.js';
 import { emailDomain, normalizeDomain } from './domain-routing.js';
@@ -23,7 +23,7 @@ import type { SsoContext } from './types.js';
 import { loadUser, presentUser } from './user-view.js';
 
 const API_VERSION = '2024-01-01';
-const params = { type: 'object', required: ['ref'], properties: { ref: { type: 'string', pattern: '^[a-z][a-z0-9-]{2,39}$' } } } as const;
+const params = refParams;
 const security = [{ apiKey: [] }];
 // text fields refuse control characters and unpaired surrogates (400, not a normalised or stored value)
 const text = (maxLength: number, minLength = 0) => ({ type: 'string', minLength, maxLength, pattern: TEXT }) as const;

@@ -5,12 +5,10 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { withTransaction } from '../db/pool.js';
 import { ApiError } from '../errors.js';
-import { recordAudit } from '../management/audit.js';
-import { errorSchema, refParam } from '../management/owner-auth.js';
-import { MULTILINE_TEXT, noQuery, TEXT } from '../management/schemas.js';
+import { recordAudit } from '../projects/index.js';
+import { errorSchema, guardedProject, MULTILINE_TEXT, noQuery, ownerGuard, refParams, TEXT } from '../http/index.js';
 import { attributeMappingSchema } from './attribute-mapping.js';
 import { normalizeDomain } from './domain-routing.js';
-import { guardedProject, ownerGuard } from './owner-guard.js';
 import { providerCreated, providerDeleted, providerUpdated } from './provider-audit.js';
 import { kindOf } from './kinds.js';
 import { deleteProvider, getProvider, insertProvider, listProviders, setDomains, updateProvider } from './provider-store.js';
@@ -59,7 +57,7 @@ const providerResponse = {
   },
 } as const;
 
-const idParams = { type: 'object', required: ['ref', 'id'], properties: { ...refParam.properties, id: { type: 'string', maxLength: 64 } } } as const;
+const idParams = { type: 'object', required: ['ref', 'id'], properties: { ...refParams.properties, id: { type: 'string', maxLength: 64 } } } as const;
 
 export function presentProvider(ctx: SsoContext, p: ProviderRow): Record<string, unknown> {
   const { callback_url, ...kindFields } = kindOf(p.kind).present(ctx, p);
@@ -109,7 +107,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
 
   app.post<{ Params: { ref: string }; Body: ProviderInput & { kind: ProviderRow['kind']; name: string; domains: string[] } }>(
     `${base}/sso`,
-    { onRequest, schema: { ...common, summary: 'Create an SSO provider', params: refParam, body: createBody, response: { 201: providerResponse, 409: errorSchema, ...errors } } },
+    { onRequest, schema: { ...common, summary: 'Create an SSO provider', params: refParams, body: createBody, response: { 201: providerResponse, 409: errorSchema, ...errors } } },
     async (req, reply) => {
       const project = guardedProject(req);
       const b = req.body;
@@ -141,7 +139,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
 
   app.get<{ Params: { ref: string } }>(
     `${base}/sso`,
-    { onRequest, schema: { ...common, summary: "The project's SSO providers", params: refParam } },
+    { onRequest, schema: { ...common, summary: "The project's SSO providers", params: refParams } },
     async (req) => {
       const project = guardedProject(req);
       return { items: (await listProviders(ctx.db, project.ref)).map((p) => presentProvider(ctx, p)) };

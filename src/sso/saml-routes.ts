@@ -4,7 +4,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
-import { ref } from '../management/schemas.js';
+import { ref } from '../http/index.js';
 import { loadAuthProject } from './auth-project.js';
 import { getProvider } from './provider-store.js';
 import { spMetadataXml } from './saml/index.js';

@@ -9,15 +9,11 @@
 // the JWKS finds the new key before the first token it signs reaches it... as long as it refreshes
 // its cache by kid (supabase-js and jose do). Sessions themselves (refresh tokens) are not touched:
 // the next refresh returns a token signed by the new key. The previous private key is discarded.
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { exportJWK, generateKeyPair, type JWK } from 'jose';
+import type { JWK } from 'jose';
 import { withTransaction } from '../db/pool.js';
-import { recordAudit } from '../management/audit.js';
-import { errorSchema, refParam } from '../management/owner-auth.js';
-import { noQuery, refuseBody } from '../management/schemas.js';
-import { aad, type SecretBox } from '../lib/secret-box.js';
-import { ownerGuard } from './owner-guard.js';
+import { errorSchema, noQuery, ownerGuard, refParams, refuseBody } from '../http/index.js';
+import { newSigningKey, recordAudit } from '../projects/index.js';
 import type { AuthProject, SsoContext } from './types.js';
 
 /** A rotated-out public key, kept while tokens it signed may still be valid. */
@@ -25,20 +21,6 @@ export interface PreviousKey {
   jwk: JWK & { kid: string };
   retired_at: string;
   valid_until: string;
-}
-
-export interface NewSigningKey {
-  kid: string;
-  publicJwk: JWK & { kid: string };
-  privateJwkSealed: (box: SecretBox, ref: string) => Buffer;
-}
-
-export async function newSigningKey(): Promise<NewSigningKey> {
-  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
-  const kid = randomUUID();
-  const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' };
-  const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: 'ES256' };
-  return { kid, publicJwk, privateJwkSealed: (box, ref) => box.seal(JSON.stringify(privateJwk), aad.jwtKey(ref)) };
 }
 
 /** The keys a token of this project may be verified with now: the current one and unexpired previous ones. */
@@ -105,7 +87,7 @@ export async function registerSigningKeyRoutes(app: FastifyInstance, ctx: SsoCon
 
   app.get<{ Params: { ref: string } }>(
     base,
-    { onRequest, preValidation: refuseBody, schema: { ...common, summary: "The project's access-token signing keys (public parts only)", params: refParam, querystring: noQuery, response: { 200: keysView, ...errors } } },
+    { onRequest, preValidation: refuseBody, schema: { ...common, summary: "The project's access-token signing keys (public parts only)", params: refParams, querystring: noQuery, response: { 200: keysView, ...errors } } },
     async (req) => listKeys(ctx, req.params.ref),
   );
 
@@ -117,7 +99,7 @@ export async function registerSigningKeyRoutes(app: FastifyInstance, ctx: SsoCon
       schema: {
         ...common,
         summary: 'Rotate the signing key: a new key signs from now on; the previous one keeps verifying for ACCESS_TOKEN_TTL',
-        params: refParam,
+        params: refParams,
         querystring: noQuery,
         response: { 200: keysView, ...errors },
       },

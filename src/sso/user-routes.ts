@@ -7,16 +7,14 @@ import type { FastifyInstance } from 'fastify';
 import { parseDuration } from '../config.js';
 import { withTransaction } from '../db/pool.js';
 import { ApiError } from '../errors.js';
-import { recordAudit } from '../management/audit.js';
-import { errorSchema, refParam } from '../management/owner-auth.js';
-import { assertStorableJson, noQuery, TEXT } from '../management/schemas.js';
+import { recordAudit } from '../projects/index.js';
+import { assertStorableJson, errorSchema, guardedProject, noQuery, ownerGuard, refParams, TEXT } from '../http/index.js';
 import { emailDomain } from './domain-routing.js';
-import { guardedProject, ownerGuard } from './owner-guard.js';
 import { isUuid } from './provider-store.js';
 import type { SsoContext } from './types.js';
 import { listUsers, loadUser, presentUser, type UserRecord } from './user-view.js';
 
-const idParams = { type: 'object', required: ['ref', 'id'], properties: { ...refParam.properties, id: { type: 'string', maxLength: 64 } } } as const;
+const idParams = { type: 'object', required: ['ref', 'id'], properties: { ...refParams.properties, id: { type: 'string', maxLength: 64 } } } as const;
 const metadata = { type: 'object', maxProperties: 100 } as const;
 
 const ownerView = (u: UserRecord) => ({ ...presentUser(u), banned_until: u.banned_until ? new Date(u.banned_until).toISOString() : null });
@@ -47,7 +45,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
       schema: {
         ...common,
         summary: "The project's users, oldest first",
-        params: refParam,
+        params: refParams,
         querystring: {
           type: 'object',
           additionalProperties: false,
@@ -86,7 +84,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
       schema: {
         ...common,
         summary: 'Create a user (email_confirm: true marks the email verified)',
-        params: refParam,
+        params: refParams,
         body: {
           type: 'object',
           additionalProperties: false,

@@ -1,8 +1,10 @@
-// Schema fragments and limits shared by the Management API routes. Every route validates its
+// Schema fragments and limits shared by the owner-facing routes (Management API, SSO management).
+// Every route validates its
 // params, query and body with `additionalProperties: false`: an unknown field is refused with
 // 400 validation_failed rather than silently ignored, so a typo never looks like it was applied.
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
+import { PROJECT_REF_PATTERN } from '../projects/index.js';
 
 /** Body cap for management routes; the global default (1 MB) is kept for routes that need more. */
 export const MANAGEMENT_BODY_LIMIT = 64 * 1024;
@@ -12,10 +14,11 @@ export const MANAGEMENT_BODY_LIMIT = 64 * 1024;
  */
 export const SECRET_BODY_LIMIT = 128 * 1024;
 
+/** The body of every error answer (ApiError.toBody): `details` only where a code documents it. */
 export const errorSchema = {
   type: 'object',
   required: ['code', 'message'],
-  properties: { code: { type: 'string' }, message: { type: 'string' } },
+  properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} },
 } as const;
 
 /** The error responses every owner-only route can give, for the OpenAPI document. */
@@ -58,7 +61,8 @@ export function assertStorableJson(field: string, value: unknown): void {
 
 export const planErrorResponse = { 402: { description: 'feature_not_in_plan', ...errorSchema } } as const;
 
-export const ref = { type: 'string', pattern: '^[a-z][a-z0-9-]{2,39}$', description: 'project ref' } as const;
+/** The {ref} path parameter, alone (refParams) or beside others (`properties: { ref, id }`). */
+export const ref = { type: 'string', pattern: PROJECT_REF_PATTERN, description: 'project ref' } as const;
 
 export const refParams = { type: 'object', additionalProperties: false, required: ['ref'], properties: { ref } } as const;
 

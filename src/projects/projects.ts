@@ -1,13 +1,15 @@
-// Owners, their tokens and their projects. Used by the admin command and the Management API.
+// Owners, their tokens and their projects: creation, plans, owner tokens. Used by the admin
+// command, the owner guard of the Management API and the SSO routes.
 import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
+import { PROJECT_REF } from '../lib/project-ref.js';
 import { aad } from '../lib/secret-box.js';
 import { randomToken, sha256 } from '../lib/tokens.js';
-import { newSigningKey } from '../sso/signing-keys.js';
+import { newSigningKey } from './signing-key.js';
 
-export const PROJECT_REF = /^[a-z][a-z0-9-]{2,39}$/;
+export { PROJECT_REF, PROJECT_REF_PATTERN } from '../lib/project-ref.js';
 export type Plan = 'free' | 'pro' | 'enterprise';
 export type Feature = 'sso' | 'custom_smtp';
 
