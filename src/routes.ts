@@ -1,14 +1,10 @@
 // Every HTTP surface of the service, registered in one place.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from './context.js';
-import { registerHealth } from './http/health.js';
-import { registerManagement } from './management/routes.js';
+import { registerHealth, registerDashboard } from './http/index.js';
+import { registerManagement, registerDeliveries, registerDeliveryRetry } from './management/index.js';
 import { registerSso } from './sso/index.js';
-import { registerDeliveries } from './management/deliveries.js';
-import { registerDeliveryRetry } from './management/delivery-retry.js';
-import { registerDashboard } from './http/dashboard.js';
-import { devMailSinkEnabled } from './email/dev-sink.js';
-import { registerDevMail } from './email/dev-mail-routes.js';
+import { devMailSinkEnabled, registerDevMail } from './email/index.js';
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   registerHealth(app, ctx);

@@ -3,7 +3,7 @@
 // the few commands of a first webhook and a first SSO sign-in (firstRunGuide).
 import type { AppContext } from '../context.js';
 import { createProject, issueOwnerToken } from '../projects/index.js';
-import { ensureOutboxEnabled } from '../outbox/service.js';
+import { ensureOutboxEnabled } from '../outbox/index.js';
 
 export interface DevProject {
   ref: string;

@@ -7,10 +7,10 @@ import { closeContext, createContext, resolveEndpoints } from '../app.js';
 import { createLogger } from '../lib/logger.js';
 import { createProject, ensureOwner, issueOwnerToken, revokeOwnerToken, setPlan, projectUrl, recordOperatorAudit, type Plan } from '../projects/index.js';
 import type { AppContext } from '../context.js';
-import { rebuildDeliveries } from '../delivery/projector.js';
+import { rebuildDeliveries } from '../delivery/index.js';
 import { replayCommand } from './replay.js';
 import { reseal } from './reseal.js';
-import { disableProjectOutbox, ensureOutboxEnabled } from '../outbox/service.js';
+import { disableProjectOutbox, ensureOutboxEnabled } from '../outbox/index.js';
 
 const PLANS = ['free', 'pro', 'enterprise'];
 

@@ -1,30 +1,25 @@
 // The background roles of this process (dispatcher, projector), started per ROLES. The dispatcher
-// role runs the main outbox consumer, the retry consumer and callbacks (retry-consumer.ts),
-// housekeeping of the ledger (housekeeping.ts) and the connector supervisor (outbox/supervisor.ts).
+// role runs the main outbox consumer and the retry consumer (consume/), the callbacks worker
+// (callbacks/), housekeeping of the ledger (housekeeping.ts) and the connector supervisor
+// (src/outbox/supervisor.ts); the projector role keeps the deliveries tables (projection/).
 import type { AppContext } from '../context.js';
-import { startDispatchConsumer } from './dispatcher.js';
-import { logFatal, type OnFatal } from './fatal.js';
+import { createGuardedDispatcher, makeAllowList } from '../outbound/index.js';
+import { startConnectorSupervisor } from '../outbox/index.js';
+import { OutcomeRecorder } from './attempt/recorder.js';
+import { AttemptPipeline } from './attempt/pipeline.js';
+import { startCallbacks } from './callbacks/consumer.js';
+import { DeliveryDirectory } from './channels/send-config.js';
+import { startDispatchConsumer } from './consume/dispatch-consumer.js';
+import { startRetryConsumer } from './consume/retry-consumer.js';
 import { startHousekeeping } from './housekeeping.js';
-import { startConnectorSupervisor } from '../outbox/supervisor.js';
-import { DeliveryDirectory } from './directory.js';
-import { createGuardedDispatcher } from './guard/agent.js';
-import { makeAllowList } from './guard/address.js';
-import { noRetries, type RetryLadder } from './ladder.js';
-import { AttemptPipeline } from './pipeline.js';
-import { startFailurePath } from './retry-consumer.js';
-import { KafkaRetryLadder } from './retry-ladder.js';
-import { startProjector } from './projector.js';
-import { OutcomeRecorder } from './recorder.js';
-
-export interface Worker {
-  name: string;
-  stop(): Promise<void>;
-}
+import { startProjector } from './projection/projector.js';
+import { KafkaRetryLadder, type RetryLadder } from './retry/ladder.js';
+import { logFatal, type OnFatal, type Worker } from './worker.js';
 
 export const dispatcherGroup = (ctx: Pick<AppContext, 'cfg'>) => `${ctx.cfg.TOPIC_PREFIX}.dispatcher`;
 
-/** Everything an attempt needs, shared by the main dispatcher and (issue 5) the retry consumers. */
-export function createPipeline(ctx: AppContext, ladder: RetryLadder = noRetries) {
+/** Everything an attempt needs, shared by the main dispatcher and the retry consumer. */
+export function createPipeline(ctx: AppContext, ladder: RetryLadder) {
   // Keep-alive pooled connections per origin; the limit on attempts in flight is the dispatcher's.
   const http = createGuardedDispatcher({ allow: makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS), keepAliveTimeout: 4_000 });
   const recorder = new OutcomeRecorder(ctx);
@@ -41,12 +36,14 @@ export function createPipeline(ctx: AppContext, ladder: RetryLadder = noRetries)
   };
 }
 
-/** `onFatal`: a consumer crashed for good (fatal.ts); main.ts exits on it. */
+/** `onFatal`: a consumer crashed for good (worker.ts); main.ts exits on it. */
 export async function startWorkers(ctx: AppContext, roles: string[], onFatal: OnFatal = logFatal(ctx)): Promise<Worker[]> {
   const workers: Worker[] = [];
   if (roles.includes('dispatcher')) {
     const { pipeline, close } = createPipeline(ctx, new KafkaRetryLadder(ctx));
-    const failurePath = await startFailurePath(ctx, pipeline, onFatal);
+    const retries = await startRetryConsumer(ctx, pipeline, onFatal);
+    // callbacks react to the final outcomes both consumers record
+    const callbacks = await startCallbacks(ctx, onFatal);
     const consumer = await startDispatchConsumer({
       ctx,
       name: 'dispatcher',
@@ -63,7 +60,7 @@ export async function startWorkers(ctx: AppContext, roles: string[], onFatal: On
     workers.push({
       name: 'dispatcher',
       async stop() {
-        await Promise.all([consumer, ...failurePath, housekeeping, supervisor].map((w) => w.stop()));
+        await Promise.all([consumer, retries, callbacks, housekeeping, supervisor].map((w) => w.stop()));
         await close();
       },
     });

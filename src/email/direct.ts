@@ -3,7 +3,7 @@
 // caller is waiting and learns the result now instead of a delivery state later.
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import type { AttemptOutcome } from '../delivery/outcome.js';
+import type { AttemptOutcome } from '../outbound/index.js';
 import { deliverEmail } from './send.js';
 
 export interface DirectEmail {

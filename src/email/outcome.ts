@@ -3,8 +3,8 @@
 // ladder); 5xx is "never" → dead. Without a reply, network trouble (refused, dropped, timed out, DNS,
 // TLS) is transient → failed; a message nodemailer refuses to send as it is (bad address, too big)
 // or a target the SSRF guard refuses will never succeed → dead.
-import { findBlockedTargetError } from '../delivery/guard/agent.js';
-import type { AttemptOutcome } from '../delivery/outcome.js';
+import { findBlockedTargetError } from '../outbound/index.js';
+import type { AttemptOutcome } from '../outbound/index.js';
 
 export type SendVerdict = Omit<AttemptOutcome, 'durationMs'>;
 

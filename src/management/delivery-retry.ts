@@ -7,7 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { replayDeliveries, type ReplayStatus } from '../delivery/replay.js';
+import { replayDeliveries, type ReplayStatus } from '../delivery/index.js';
 import { recordAudit } from '../projects/index.js';
 import { errorResponses, owner, ownerGuard, ref, refParams, refuseBody } from '../http/index.js';
 

@@ -3,9 +3,9 @@
 // (GET /v1/projects/{ref}/outbox: connector, supervisor restarts, replication slot).
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { withTransaction } from '../db/pool.js';
+import { withTransaction } from '../db/index.js';
 import { ApiError } from '../errors.js';
-import { ensureOutboxEnabled } from '../outbox/service.js';
+import { ensureOutboxEnabled } from '../outbox/index.js';
 import { projectUrl, recordAudit } from '../projects/index.js';
 import { ownedProject, type ProjectRow, MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, refParams, refuseBody, TEXT, timestamp } from '../http/index.js';
 

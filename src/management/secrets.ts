@@ -4,7 +4,7 @@
 // No response, log line, audit entry or error message holds a value.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { withTransaction } from '../db/pool.js';
+import { withTransaction } from '../db/index.js';
 import { ApiError } from '../errors.js';
 import { aad } from '../lib/secret-box.js';
 import { recordAudit } from '../projects/index.js';

@@ -5,11 +5,10 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { withTransaction } from '../db/pool.js';
-import { makeAllowList } from '../delivery/guard/address.js';
+import { withTransaction } from '../db/index.js';
+import { makeAllowList } from '../outbound/index.js';
 import { ApiError } from '../errors.js';
-import { ensureOutboxEnabled } from '../outbox/service.js';
-import { dropWebhookTrigger, installWebhookTrigger } from '../outbox/webhook-triggers.js';
+import { ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger } from '../outbox/index.js';
 import { recordAudit } from '../projects/index.js';
 import { tableExists, withProjectDb } from './project-db.js';
 import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp } from '../http/index.js';

@@ -3,7 +3,7 @@
 // Every change is one audit entry, written in the change's transaction (see provider-audit.ts).
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { withTransaction } from '../db/pool.js';
+import { withTransaction } from '../db/index.js';
 import { ApiError } from '../errors.js';
 import { recordAudit } from '../projects/index.js';
 import { errorSchema, guardedProject, MULTILINE_TEXT, noQuery, ownerGuard, refParams, TEXT } from '../http/index.js';

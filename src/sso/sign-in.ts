@@ -3,7 +3,7 @@
 // identity, issues a single-use code bound to the flow's PKCE challenge, and returns the address
 // the browser goes to: redirect_to?code=... on success, redirect_to?error=&error_description= on
 // any refusal. The OIDC callback uses it now; the SAML ACS uses it the same way.
-import { withTransaction } from '../db/pool.js';
+import { withTransaction } from '../db/index.js';
 import { ApiError, isApiError, type ErrorCode } from '../errors.js';
 import { randomToken, sha256 } from '../lib/tokens.js';
 import type { SignInClaims } from './attribute-mapping.js';

@@ -1,5 +1,6 @@
 // The shapes shared by the SSO path: stored providers and flows, the project settings sign-in
 // reads, and the interface a provider kind (OIDC now, SAML next) implements to plug in.
+import type { JWK } from 'jose';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import type { AttributeMapping, SignInClaims } from './attribute-mapping.js';
@@ -86,7 +87,14 @@ export interface AuthProject {
   jwt_private_jwk_enc: Buffer;
   jwt_public_jwk: Record<string, unknown>;
   /** rotated-out public keys (signing-keys.ts) */
-  jwt_previous_keys: import('./signing-keys.js').PreviousKey[];
+  jwt_previous_keys: PreviousKey[];
+}
+
+/** A rotated-out public key, kept while tokens it signed may still be valid. */
+export interface PreviousKey {
+  jwk: JWK & { kid: string };
+  retired_at: string;
+  valid_until: string;
 }
 
 /**

@@ -5,7 +5,7 @@
 // domain only: the trail outlives a deleted user, so it keeps no address or metadata values.
 import type { FastifyInstance } from 'fastify';
 import { parseDuration } from '../config.js';
-import { withTransaction } from '../db/pool.js';
+import { withTransaction } from '../db/index.js';
 import { ApiError } from '../errors.js';
 import { recordAudit } from '../projects/index.js';
 import { assertStorableJson, errorSchema, guardedProject, noQuery, ownerGuard, refParams, TEXT } from '../http/index.js';

@@ -1,7 +1,7 @@
 // Users as @supabase/auth-js expects them (its User and UserIdentity types), loaded with their
 // identities. The owner's API shows the same object plus banned_until.
 import type pg from 'pg';
-import type { Pool } from '../db/pool.js';
+import type { Pool } from '../db/index.js';
 import { isUuid } from './provider-store.js';
 import { providerLabel } from './user-resolution.js';
 

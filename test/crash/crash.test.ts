@@ -21,7 +21,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
-import { startWorkers, type Worker } from '../../src/delivery/workers.js';
+import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { localEndpoints, stackUp } from '../../src/stack/local-stack.js';
 import { eventually } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';

@@ -9,7 +9,7 @@ import type { AppContext } from '../../src/context.js';
 import { buildServer } from '../../src/http/server.js';
 import { registerRoutes } from '../../src/routes.js';
 import { createLogger } from '../../src/lib/logger.js';
-import { startWorkers, type Worker } from '../../src/delivery/workers.js';
+import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { createProject, issueOwnerToken, type Plan } from '../../src/projects/projects.js';
 import { createDatabase, dbUrl, dropDatabase, stack, uniqueName } from './env.js';
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import { pino } from 'pino';
-import { startWorkers, type Worker } from '../../src/delivery/workers.js';
+import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { decodeEvent } from '../../src/delivery/events.js';
 import { eventually } from '../helpers/env.js';
 import { freePort, startTestService, type TestProject, type TestService } from '../helpers/service.js';

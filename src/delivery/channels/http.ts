@@ -5,9 +5,9 @@
 // is given), any other non-null JSON value is sent as JSON (application/json unless given), null
 // sends no body.
 import type { HttpPayload, OutboxMessage } from '../message.js';
-import { placeholderNames, scrub, substitute, substituteJson } from '../render.js';
-import { sendHttp, type OutboundRequest } from '../http-send.js';
-import type { AttemptOutcome } from '../outcome.js';
+import { placeholderNames, scrub, substitute, substituteJson } from './placeholders.js';
+import { sendHttp, type OutboundRequest } from './http-send.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
 import type { Channel, ChannelDeps } from './channel.js';
 
 export const httpChannel: Channel = {

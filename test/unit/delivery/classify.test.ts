@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { classifyStatus, parseRetryAfter } from '../../../src/delivery/classify.js';
-import { classifyError } from '../../../src/delivery/http-send.js';
-import { BlockedTargetError } from '../../../src/delivery/guard/agent.js';
+import { classifyStatus, parseRetryAfter } from '../../../src/delivery/channels/status-classes.js';
+import { classifyError } from '../../../src/delivery/channels/http-send.js';
+import { BlockedTargetError } from '../../../src/outbound/agent.js';
 
 describe('classifyStatus (spec section 3)', () => {
   it.each([

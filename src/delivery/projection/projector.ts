@@ -3,13 +3,13 @@
 // rebuild-deliveries). Batches are applied in one transaction each; offsets are committed after
 // the transaction, so a crash replays a batch into the idempotent projection (projection.ts).
 import DataLoader from 'dataloader';
-import { groupTimeouts } from '../kafka/group.js';
-import type { AppContext } from '../context.js';
-import { decodeEvent, type DeliveryEvent } from './events.js';
-import { logFatal, reportCrashes, type OnFatal } from './fatal.js';
-import { PeriodicCommitter, subscribeAll } from './offsets.js';
-import { applyEvents } from './projection.js';
-import type { Worker } from './workers.js';
+import { groupTimeouts } from '../../kafka/index.js';
+import type { AppContext } from '../../context.js';
+import { decodeEvent, type DeliveryEvent } from '../events.js';
+import { logFatal, reportCrashes, type OnFatal } from '../worker.js';
+import { PeriodicCommitter, subscribeAll } from '../consume/offsets.js';
+import { applyEvents } from './fold.js';
+import type { Worker } from '../worker.js';
 
 /** Applied events' offsets are committed this often (a replay after a crash is idempotent). */
 const COMMIT_INTERVAL_MS = 1000;

@@ -2,9 +2,9 @@
 // (connect, headers, body) bounded by the message's timeout, the response body read only up to
 // RESPONSE_BODY_LIMIT, and every failure turned into an AttemptOutcome rather than thrown.
 import { errors as undiciErrors, request, type Dispatcher } from 'undici';
-import { classifyStatus, parseRetryAfter } from './classify.js';
-import { findBlockedTargetError } from './guard/agent.js';
-import type { AttemptOutcome } from './outcome.js';
+import { classifyStatus, parseRetryAfter } from './status-classes.js';
+import { findBlockedTargetError } from '../../outbound/index.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
 
 export interface OutboundRequest {
   method: string;

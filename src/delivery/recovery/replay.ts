@@ -10,10 +10,10 @@
 //      run + 1, attempt 1, due now and run-started-at = now (a new run has the whole budget again:
 //      MAX_ATTEMPTS attempts and MAX_MESSAGE_AGE from now), and a DeliveryQueued event makes the
 //      delivery `pending` at once.
-import type { AppContext } from '../context.js';
-import { encodeEvent } from './events.js';
+import type { AppContext } from '../../context.js';
+import { encodeEvent } from '../events.js';
 import { readBack } from './log-read.js';
-import { encodeMessage, type OutboxMessage } from './message.js';
+import { encodeMessage, type OutboxMessage } from '../message.js';
 
 export type ReplayStatus = 'dead' | 'failed';
 

@@ -14,9 +14,9 @@
 //     replayed, duplicated, a rebuild beside the live projector) ends in the same rows;
 //   - every timestamp comes from the event, never from now(), so a rebuild is identical.
 // created_at of a delivery is the message's first enqueue time: the listing's "newest first".
-import type { Pool, PoolClient } from '../db/pool.js';
-import { applyCallbackEvents } from './callback-projection.js';
-import type { DeliveryEvent } from './events.js';
+import type { Pool, PoolClient } from '../../db/index.js';
+import { applyCallbackEvents } from './fold-callbacks.js';
+import type { DeliveryEvent } from '../events.js';
 
 interface Row {
   id: string;

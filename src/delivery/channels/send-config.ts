@@ -3,9 +3,9 @@
 // DELIVERY_CONFIG_TTL (default 1 s): an update or deletion reaches queued messages at most one TTL
 // later, and a burst of messages for one webhook costs one query per TTL instead of one each.
 // Decrypted values live only in this process's memory.
-import type { AppContext } from '../context.js';
-import { aad } from '../lib/secret-box.js';
-import { TtlCache } from './ttl-cache.js';
+import type { AppContext } from '../../context.js';
+import { aad } from '../../lib/secret-box.js';
+import { TtlCache } from '../../lib/ttl-cache.js';
 
 export interface WebhookConfig {
   id: string;

@@ -11,15 +11,15 @@
 // Used for the main outbox topic here; the retry ladder (issue 5) can run the same consumer on its
 // retry topics with a `gate` that pauses a partition until its head record is due.
 import DataLoader from 'dataloader';
-import { groupTimeouts } from '../kafka/group.js';
+import { groupTimeouts } from '../../kafka/index.js';
 import type { Consumer, EachBatchPayload } from 'kafkajs';
-import type { AppContext } from '../context.js';
-import { logFatal, reportCrashes, type OnFatal } from './fatal.js';
-import { attemptKey, decodeMessage, MalformedMessageError, type OutboxMessage } from './message.js';
+import type { AppContext } from '../../context.js';
+import { logFatal, reportCrashes, type OnFatal } from '../worker.js';
+import { attemptKey, decodeMessage, MalformedMessageError, type OutboxMessage } from '../message.js';
 import { Limiter, PartitionTracker, RecentKeys, subscribeAll } from './offsets.js';
-import type { AttemptPipeline } from './pipeline.js';
-import { alreadyRecorded } from './recorder.js';
-import type { Worker } from './workers.js';
+import type { AttemptPipeline } from '../attempt/pipeline.js';
+import { alreadyRecorded } from '../attempt/recorder.js';
+import type { Worker } from '../worker.js';
 
 const INFLIGHT_BYTES = 16 * 1024 * 1024;
 

@@ -2,8 +2,8 @@
 // a bulk replay: scans the given topics from the offsets at a timestamp up to their end as it was
 // when the read started, keeping for each wanted message id its newest record. A throwaway consumer
 // group is used and deleted afterwards; nothing is committed.
-import type { AppContext } from '../context.js';
-import { decodeMessage, MalformedMessageError, type OutboxMessage } from './message.js';
+import type { AppContext } from '../../context.js';
+import { decodeMessage, MalformedMessageError, type OutboxMessage } from '../message.js';
 
 export interface ReadBackOptions {
   topics: string[];

@@ -11,10 +11,10 @@
 // the shortest retry topic whose delay covers the wait (or the longest topic), so every record of
 // a topic is due no later than its produce time + the topic's delay: a record held back by the one
 // in front of it waits at most its own topic delay, never longer.
-import type { Config } from '../config.js';
-import type { Topics } from '../kafka/topics.js';
-import { isoToMicros, type OutboxMessage } from './message.js';
-import type { AttemptOutcome } from './outcome.js';
+import type { Config } from '../../config.js';
+import type { Topics } from '../../kafka/index.js';
+import { isoToMicros, type OutboxMessage } from '../message.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
 
 export const MAX_RETRY_WAIT_MS = 6 * 3_600_000;
 

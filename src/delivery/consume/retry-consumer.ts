@@ -1,15 +1,12 @@
 // The retry side of the dispatcher role: one consumer group (<prefix>.retry) over every retry topic
 // of the ladder, running the same dispatch consumer as the main topic (bounded in flight, ordered
 // commits, ledger dedup) with a DueGate that pauses a partition until its head record is due, and
-// handing due records to the same attempt pipeline. Plus the callbacks worker, which reacts to the
-// final outcomes this produces.
-import type { AppContext } from '../context.js';
-import { startCallbacks } from './callbacks.js';
-import { startDispatchConsumer } from './dispatcher.js';
-import type { OnFatal } from './fatal.js';
-import type { AttemptPipeline } from './pipeline.js';
-import { DueGate } from './retry-gate.js';
-import type { Worker } from './workers.js';
+// handing due records to the same attempt pipeline.
+import type { AppContext } from '../../context.js';
+import { startDispatchConsumer } from './dispatch-consumer.js';
+import type { AttemptPipeline } from '../attempt/pipeline.js';
+import { DueGate } from './due-gate.js';
+import type { OnFatal, Worker } from '../worker.js';
 
 export const retryGroup = (ctx: Pick<AppContext, 'cfg'>) => `${ctx.cfg.TOPIC_PREFIX}.retry`;
 
@@ -33,9 +30,4 @@ export async function startRetryConsumer(ctx: AppContext, pipeline: AttemptPipel
       await consumer.stop();
     },
   };
-}
-
-/** What the dispatcher role runs besides the main consumer: retries and callbacks. */
-export async function startFailurePath(ctx: AppContext, pipeline: AttemptPipeline, onFatal?: OnFatal): Promise<Worker[]> {
-  return [await startRetryConsumer(ctx, pipeline, onFatal), await startCallbacks(ctx, onFatal)];
 }

@@ -2,8 +2,8 @@
 // transaction). Events of one message share a partition and arrive in order, so the last one of a
 // batch per (delivery, run) is the state; a replay or rebuild applies the same sequence and ends
 // on the same values. A callback of an older run never overwrites a newer run's row.
-import type { PoolClient } from '../db/pool.js';
-import type { CallbackInvoked, DeliveryEvent } from './events.js';
+import type { PoolClient } from '../../db/index.js';
+import type { CallbackInvoked, DeliveryEvent } from '../events.js';
 
 export async function applyCallbackEvents(client: PoolClient, events: DeliveryEvent[]): Promise<void> {
   const last = new Map<string, CallbackInvoked>();

@@ -10,16 +10,16 @@
 //   4. DeliveryAttempted is published and the ledger row written (OutcomeRecorder)
 // Only when process() resolves may the dispatcher commit the record's offset.
 import type { Dispatcher } from 'undici';
-import type { AppContext } from '../context.js';
-import { channels } from './channels/registry.js';
-import type { ChannelDeps, DeliveryTarget } from './channels/channel.js';
-import type { DeliveryDirectory } from './directory.js';
-import { encodeEvent, type DeliveryAttempted } from './events.js';
-import type { LadderDecision, RetryLadder } from './ladder.js';
-import { callbackOf, isoToMicros, type OutboxMessage } from './message.js';
-import type { AttemptOutcome } from './outcome.js';
+import type { AppContext } from '../../context.js';
+import { channels } from '../channels/registry.js';
+import type { ChannelDeps, DeliveryTarget } from '../channels/channel.js';
+import type { DeliveryDirectory } from '../channels/send-config.js';
+import { encodeEvent, type DeliveryAttempted } from '../events.js';
+import type { LadderDecision, RetryLadder } from '../retry/ladder.js';
+import { callbackOf, isoToMicros, type OutboxMessage } from '../message.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
 import type { OutcomeRecorder } from './recorder.js';
-import { deliveryAttempts, deliveryAttemptSeconds, deliveryLatencySeconds } from '../lib/metrics.js';
+import { deliveryAttempts, deliveryAttemptSeconds, deliveryLatencySeconds } from '../../lib/metrics.js';
 
 /** How long a first attempt runs before its delivery is shown as `pending`. */
 export const PENDING_AFTER_MS = 1000;

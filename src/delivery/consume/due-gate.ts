@@ -6,7 +6,7 @@
 // Records of one retry topic are due in produce order, up to a Retry-After stretch (retry-policy.ts),
 // so holding on the head delays a record at most until its own topic delay has passed.
 import type { Consumer } from 'kafkajs';
-import type { OutboxMessage } from './message.js';
+import type { OutboxMessage } from '../message.js';
 
 export class DueGate {
   readonly #timers = new Map<string, NodeJS.Timeout>();

@@ -8,7 +8,7 @@
 // unquoted. Plain identifiers in SQL fold to lower case, so `Public.OnDone` names public.ondone —
 // the same function the caller would reach by writing the name unquoted.
 import pg from 'pg';
-import type { Pool } from '../db/pool.js';
+import type { Pool } from '../../db/index.js';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
 

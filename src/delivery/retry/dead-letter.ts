@@ -8,9 +8,9 @@
 //   last-outcome   JSON {outcome, http_status, smtp_code, error, at}: what the delivery shows
 // A crash between producing a dead letter and recording the attempt produces it again on the
 // replayed attempt: readers keep one record per (id, run).
-import type { AppContext } from '../context.js';
-import { encodeMessage, type OutboxMessage } from './message.js';
-import type { AttemptOutcome } from './outcome.js';
+import type { AppContext } from '../../context.js';
+import { encodeMessage, type OutboxMessage } from '../message.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
 
 export type DeadReason = 'permanent' | 'attempts' | 'age' | 'expired';
 

@@ -12,7 +12,7 @@
 //                                                        as a misbehaving server that may recover)
 //   blocked target, invalid URL/request,
 //   deleted webhook                            dead
-import type { AttemptOutcome } from './outcome.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
 
 const RETRYABLE_4XX = new Set([408, 409, 425, 429]);
 

@@ -13,8 +13,8 @@
 // a duplicate event is absorbed by the idempotent projection, a missing ledger row means the
 // attempt may be made again (at least once).
 import { Partitioners, type Producer } from 'kafkajs';
-import type { AppContext } from '../context.js';
-import type { Logger } from '../lib/logger.js';
+import type { AppContext } from '../../context.js';
+import type { Logger } from '../../lib/logger.js';
 
 export interface LedgerRow {
   messageId: string;

@@ -10,13 +10,13 @@
 //
 // At least once: a crash after a call's commit and before its row is finished calls it again when
 // the lease runs out.
-import type { AppContext } from '../context.js';
-import { groupTimeouts } from '../kafka/group.js';
-import { callCallback, type CallbackPayload } from './callback-call.js';
-import { logFatal, reportCrashes, type OnFatal } from './fatal.js';
-import { decodeEvent, encodeEvent, type CallbackInvoked, type DeliveryAttempted } from './events.js';
-import { PeriodicCommitter, subscribeAll } from './offsets.js';
-import type { Worker } from './workers.js';
+import type { AppContext } from '../../context.js';
+import { groupTimeouts } from '../../kafka/index.js';
+import { callCallback, type CallbackPayload } from './call.js';
+import { logFatal, reportCrashes, type OnFatal } from '../worker.js';
+import { decodeEvent, encodeEvent, type CallbackInvoked, type DeliveryAttempted } from '../events.js';
+import { PeriodicCommitter, subscribeAll } from '../consume/offsets.js';
+import type { Worker } from '../worker.js';
 
 export const callbacksGroup = (ctx: Pick<AppContext, 'cfg'>) => `${ctx.cfg.TOPIC_PREFIX}.callbacks`;
 
