@@ -9,6 +9,7 @@
 //   all (metrics registers its collectors on import).
 // - Areas are layered, and imports go one way, from the leaves up (LAYERS below): a module may
 //   import its own layer or lower ones, never a higher one.
+// - The SAML validation core (src/sso/saml/core/) stays pure: no HTTP, no database.
 
 /** From the leaves up. A name is a folder under src/ (an area) or a file directly in src/. */
 const LAYERS = [
@@ -63,11 +64,18 @@ module.exports = {
       from: { path: '^src/[^/]+\\.ts$' },
       to: { path: '^src/[^/]+/', pathNot: ['^src/[^/]+/index\\.ts$', '^src/lib/'] },
     },
+    {
+      name: 'saml-core-pure',
+      comment: 'The SAML validation core (src/sso/saml/core/) is protocol logic only: no HTTP, no database, nothing else of the service.',
+      severity: 'error',
+      from: { path: '^src/sso/saml/core/' },
+      to: { path: ['^src/(?!sso/saml/core/)', '(^|/)node_modules/(fastify|@fastify/[^/]+|pg|pg-[^/]+|kafkajs|undici)/'] },
+    },
     ...layerRules,
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: ['^node_modules', '^web/dist', '\\.d\\.ts$'] },
+    exclude: { path: ['^web/dist', '\\.d\\.ts$'] },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { extensions: ['.ts', '.tsx', '.js', '.mjs'] },

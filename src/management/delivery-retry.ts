@@ -1,4 +1,4 @@
-// Recovery routes (owner only), on top of src/delivery/replay.ts:
+// Recovery routes (owner only), on top of src/delivery/recovery/replay.ts:
 //   POST /v1/projects/{ref}/outbox/deliveries/{id}/retry   one failed or dead delivery, as a new run
 //   POST /v1/projects/{ref}/outbox/replay                  every dead (or failed) delivery matching a filter
 // Both answer 202: the messages are back on the log as run + 1 and the deliveries are `pending`;

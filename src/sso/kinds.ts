@@ -2,7 +2,7 @@
 // (see ProviderKind); everything around it is shared. SAML registers itself here beside OIDC.
 import { ApiError } from '../errors.js';
 import { oidcKind } from './oidc/provider-kind.js';
-import { samlKind } from './saml-kind.js';
+import { samlKind } from './saml/provider-kind.js';
 import type { ProviderKind, ProviderKindName } from './types.js';
 
 export const kinds: Partial<Record<ProviderKindName, ProviderKind>> = {

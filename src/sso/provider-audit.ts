@@ -4,7 +4,7 @@
 // signing certificates as their fingerprints (public, and exactly what a rotation changes).
 import type { AuditEvent } from '../projects/index.js';
 import { sha256 } from '../lib/tokens.js';
-import { describeCerts } from './saml-settings.js';
+import { describeCerts } from './saml/settings.js';
 import type { KindColumns, ProviderInput, ProviderRow } from './types.js';
 
 const PLAIN = ['name', 'enabled', 'trust_email', 'jit', 'attribute_mapping', 'issuer', 'client_id'] as const;

@@ -3,7 +3,7 @@
 // and writes one work row per (delivery, run) into delivery_callbacks (insert-if-absent, then the
 // offset is committed), so a replayed or duplicated event is not called twice and the work survives
 // a crash. A runner in every dispatcher process claims due rows (lease + skip locked, so several
-// processes share the work), calls the function as base_callback (callback-call.ts), publishes a
+// processes share the work), calls the function as base_callback (call.ts), publishes a
 // CallbackInvoked event (projected into deliveries.callback_*) and finishes the row or schedules the
 // next call (CALLBACK_RETRY_DELAY doubling, at most CALLBACK_MAX_ATTEMPTS calls). A callback never
 // changes the delivery's status, and a slow or failing one only holds its own row.

@@ -1,4 +1,5 @@
-// The dispatcher: a kafkajs consumer group that makes delivery attempts.
+// The dispatch consumer: a kafkajs consumer group that makes delivery attempts (the dispatcher role
+// runs one on the outbox topic, and one with a due gate on the retry topics: retry-consumer.ts).
 //
 // eachBatch starts an attempt per record (bounded by DISPATCH_CONCURRENCY per consumer) and returns
 // without waiting for them, so the next batch is fetched while slow targets are still answering.
@@ -35,10 +36,10 @@ export interface DispatchConsumerOptions {
   drainTimeoutMs?: number;
   /**
    * Retry topics: true when `msg` is not due yet; the gate has paused its partition until it is
-   * (retry-gate.ts), and the record, left unresolved, is fetched again on resume.
+   * (due-gate.ts), and the record, left unresolved, is fetched again on resume.
    */
   gate?: (consumer: Consumer, topic: string, partition: number, msg: OutboxMessage) => boolean;
-  /** the consumer crashed for good (fatal.ts) */
+  /** the consumer crashed for good (worker.ts) */
   onFatal?: OnFatal;
 }
 

@@ -3,7 +3,7 @@
 // keeps fetching the other partitions and heartbeating (with every partition paused it heartbeats
 // between empty fetches), so group membership stays healthy however long the wait.
 //
-// Records of one retry topic are due in produce order, up to a Retry-After stretch (retry-policy.ts),
+// Records of one retry topic are due in produce order, up to a Retry-After stretch (retry/policy.ts),
 // so holding on the head delays a record at most until its own topic delay has passed.
 import type { Consumer } from 'kafkajs';
 import type { OutboxMessage } from '../message.js';

@@ -1,4 +1,4 @@
-// CallbackInvoked events into the deliveries projection (called by projection.ts inside its
+// CallbackInvoked events into the deliveries projection (called by fold.ts inside its
 // transaction). Events of one message share a partition and arrive in order, so the last one of a
 // batch per (delivery, run) is the state; a replay or rebuild applies the same sequence and ends
 // on the same values. A callback of an older run never overwrites a newer run's row.

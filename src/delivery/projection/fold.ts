@@ -82,7 +82,7 @@ export function fold(events: DeliveryEvent[]): { rows: Row[]; attempts: AttemptR
   const rows = new Map<string, Row>();
   const attempts = new Map<string, AttemptRow>();
   for (const ev of events) {
-    if (ev.type === 'CallbackInvoked') continue; // callback-projection.ts
+    if (ev.type === 'CallbackInvoked') continue; // fold-callbacks.ts
     const d = ev.data;
     const base = {
       id: d.message_id,

@@ -1,7 +1,7 @@
 // The projector: a consumer group on the delivery-events topic that keeps the deliveries tables up
 // to date, and the rebuild that replays the whole topic into them (npm run admin --
 // rebuild-deliveries). Batches are applied in one transaction each; offsets are committed after
-// the transaction, so a crash replays a batch into the idempotent projection (projection.ts).
+// the transaction, so a crash replays a batch into the idempotent projection (fold.ts).
 import DataLoader from 'dataloader';
 import { groupTimeouts } from '../../kafka/index.js';
 import type { AppContext } from '../../context.js';

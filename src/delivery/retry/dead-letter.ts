@@ -1,6 +1,6 @@
 // Dead letters: a message whose run ended without delivery, on <prefix>.outbox.dead (kept forever),
 // with the envelope of its last attempt and that attempt's outcome in headers. The value is the
-// message exactly as SQL enqueued it, so a replay (replay.ts) republishes it unchanged.
+// message exactly as SQL enqueued it, so a replay (recovery/replay.ts) republishes it unchanged.
 //
 // Extra headers:
 //   dead-reason    permanent (a non-retryable outcome, section 3) | attempts (MAX_ATTEMPTS made)

@@ -1,5 +1,5 @@
 // The retry policy as pure functions of configuration: what happens after a failed attempt, and
-// whether an attempt may still be made at all. retry-ladder.ts acts on these decisions.
+// whether an attempt may still be made at all. ladder.ts acts on these decisions.
 //
 // One list of delays (RETRY_DELAYS) is the whole policy: the delay before attempt n+1 is
 // delays[n-1], each step has its own retry topic (src/kafka/topics.ts), and a run ends `dead` when

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { VerifiedAssertion } from '../../../src/sso/saml/acs.js';
-import { mapSamlAttributes } from '../../../src/sso/saml/attributes.js';
+import type { VerifiedAssertion } from '../../../src/sso/saml/core/verify-response.js';
+import { mapSamlAttributes } from '../../../src/sso/saml/core/attributes.js';
 
 const assertion = (attributes: Record<string, string[]>, nameId = 'alice@corp.example'): VerifiedAssertion => ({
   responseId: '_r',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { toClaims } from '../../../src/sso/saml-acs.js';
-import type { VerifiedAssertion } from '../../../src/sso/saml/index.js';
+import { toClaims } from '../../../src/sso/saml/acs.js';
+import type { VerifiedAssertion } from '../../../src/sso/saml/core/index.js';
 
 const assertion = (attributes: Record<string, string[]>, nameId = 'Alice@Corp.Example'): VerifiedAssertion => ({
   responseId: '_r',

@@ -6,9 +6,9 @@
 // URL is set by the project owner (not by data in their database) and company IdPs often sit on
 // private networks. It must be https unless SAML_ALLOW_HTTP_METADATA allows http, its size is
 // bounded and it times out.
-import { ApiError } from '../errors.js';
-import { isSamlError, parseIdpMetadata, type IdpMetadata } from './saml/index.js';
-import type { SsoContext } from './types.js';
+import { ApiError } from '../../errors.js';
+import { isSamlError, parseIdpMetadata, type IdpMetadata } from './core/index.js';
+import type { SsoContext } from '../types.js';
 
 type Cfg = Pick<SsoContext, 'cfg'>;
 

@@ -2,13 +2,13 @@
 // either must name a signing certificate), PATCH refresh_metadata for certificate rotation, the
 // test endpoint, the SP fields of the response, and the start of a sign-in (an unsigned
 // AuthnRequest over HTTP-Redirect whose ID and RelayState are kept in the flow).
-import { ApiError } from '../errors.js';
-import { randomToken, sha256 } from '../lib/tokens.js';
-import { buildAuthnRequestRedirect, type IdpMetadata } from './saml/index.js';
-import { checkMetadataUrl, downloadMetadata, parseMetadata } from './saml-metadata-source.js';
-import { registerSamlRoutes } from './saml-routes.js';
-import { acsUrl, describeCerts, spConfig, spMetadataUrl, storedIdp } from './saml-settings.js';
-import type { KindColumns, ProviderInput, ProviderKind, ProviderRow, SsoContext } from './types.js';
+import { ApiError } from '../../errors.js';
+import { randomToken, sha256 } from '../../lib/tokens.js';
+import { buildAuthnRequestRedirect, type IdpMetadata } from './core/index.js';
+import { checkMetadataUrl, downloadMetadata, parseMetadata } from './metadata-source.js';
+import { registerSamlRoutes } from './routes.js';
+import { acsUrl, describeCerts, spConfig, spMetadataUrl, storedIdp } from './settings.js';
+import type { KindColumns, ProviderInput, ProviderKind, ProviderRow, SsoContext } from '../types.js';
 
 const idpColumns = (idp: IdpMetadata): KindColumns => ({ idp_entity_id: idp.entityId, idp_sso_url: idp.ssoRedirectUrl, idp_signing_certs: idp.signingCerts });
 

@@ -3,14 +3,14 @@
 //   POST /projects/{ref}/auth/v1/sso/saml/acs/{provider_id}       the ACS, HTTP-POST binding
 import formbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
-import { ApiError } from '../errors.js';
-import { ref } from '../http/index.js';
-import { loadAuthProject } from './auth-project.js';
-import { getProvider } from './provider-store.js';
-import { spMetadataXml } from './saml/index.js';
-import { consumeSamlResponse } from './saml-acs.js';
-import { spConfig } from './saml-settings.js';
-import type { SsoContext } from './types.js';
+import { ApiError } from '../../errors.js';
+import { ref } from '../../http/index.js';
+import { loadAuthProject } from '../auth-project.js';
+import { getProvider } from '../provider-store.js';
+import { spMetadataXml } from './core/index.js';
+import { consumeSamlResponse } from './acs.js';
+import { spConfig } from './settings.js';
+import type { SsoContext } from '../types.js';
 
 const params = {
   type: 'object',

@@ -4,9 +4,9 @@
 // own ACS, both carrying the provider id. An assertion minted for one provider's SP therefore
 // names an audience no other provider accepts, even when two providers trust the same IdP.
 import { X509Certificate } from 'node:crypto';
-import { authBaseUrl } from './auth-project.js';
-import type { IdpMetadata, SpConfig } from './saml/index.js';
-import type { ProviderRow, SsoContext } from './types.js';
+import { authBaseUrl } from '../auth-project.js';
+import type { IdpMetadata, SpConfig } from './core/index.js';
+import type { ProviderRow, SsoContext } from '../types.js';
 
 type Cfg = Pick<SsoContext, 'cfg'>;
 

@@ -1,7 +1,7 @@
 // Maps a verified assertion onto the user fields of the provider's attribute_mapping (spec 2.2).
 // SAML defaults: email = the "email" attribute, else the NameID; first_name = givenName;
 // last_name = surname; name = givenName + surname, else displayName.
-import type { VerifiedAssertion } from './acs.js';
+import type { VerifiedAssertion } from './verify-response.js';
 
 export interface SamlAttributeMapping {
   email?: string;
