@@ -9,6 +9,7 @@
 //   all (metrics registers its collectors on import).
 // - Areas are layered, and imports go one way, from the leaves up (LAYERS below): a module may
 //   import its own layer or lower ones, never a higher one.
+// - Areas of one layer listed in SIBLINGS do not import each other.
 // - The SAML validation core (src/sso/saml/core/) stays pure: no HTTP, no database.
 
 /** From the leaves up. A name is a folder under src/ (an area) or a file directly in src/. */
@@ -41,6 +42,22 @@ const layerRules = LAYERS.flatMap((layer, i) => {
   ];
 });
 
+/** Areas that share a layer but are independent of each other: neither imports the other. */
+const SIBLINGS = [
+  ['projects', 'outbox'],
+  ['management', 'sso', 'admin'],
+];
+
+const siblingRules = SIBLINGS.flatMap((group) =>
+  group.map((area) => ({
+    name: `sibling-${area}`,
+    comment: `${area} is independent of ${group.filter((a) => a !== area).join(' and ')}: move what both need down a layer`,
+    severity: 'error',
+    from: { path: pathOf(area) },
+    to: { path: group.filter((a) => a !== area).map(pathOf) },
+  })),
+);
+
 module.exports = {
   forbidden: [
     {
@@ -72,6 +89,7 @@ module.exports = {
       to: { path: ['^src/(?!sso/saml/core/)', '(^|/)node_modules/(fastify|@fastify/[^/]+|pg|pg-[^/]+|kafkajs|undici)/'] },
     },
     ...layerRules,
+    ...siblingRules,
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

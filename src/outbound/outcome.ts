@@ -1,6 +1,6 @@
-// The result of one delivery attempt, whatever the channel (webhook, http, email). Classification
-// follows the spec's section 3: `delivered` is final, `failed` goes up the retry ladder, `dead` is
-// final without retry.
+// The result of one outbound attempt, whatever the channel (webhook, http, email). Classification
+// (docs/delivery.md, "Classification"): `delivered` is final, `failed` goes up the retry ladder,
+// `dead` is final without retry.
 export type AttemptOutcome = {
   outcome: 'delivered' | 'failed' | 'dead';
   /** HTTP status, when a response arrived */

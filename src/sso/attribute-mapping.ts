@@ -1,6 +1,6 @@
-// attribute_mapping (spec 2.2): which IdP claim feeds which user field. The stored mapping holds
-// only what the owner set; the defaults of the provider's kind fill the rest at sign-in, so a
-// later change of defaults reaches existing providers.
+// attribute_mapping (docs/sso.md, "Rules and choices"): which IdP claim feeds which user field. The
+// stored mapping holds only what the owner set; the defaults of the provider's kind fill the rest
+// at sign-in, so a later change of defaults reaches existing providers.
 import { TEXT } from '../http/index.js';
 
 export interface AttributeMapping {
@@ -49,8 +49,8 @@ export const attributeMappingSchema = {
   },
 } as const;
 
-// Spec 2.2 gives email, email_verified, name and picture for OIDC; first and last name are "not
-// shown", so the standard OIDC claims given_name and family_name are used.
+// The OIDC defaults are email, email_verified, name and picture; for first and last name the
+// standard OIDC claims given_name and family_name are used.
 export const OIDC_DEFAULTS: Required<Omit<AttributeMapping, 'extra'>> = {
   email: 'email',
   email_verified: 'email_verified',

@@ -1,7 +1,7 @@
 // Where a sign-in may send the browser back to. Only the project's site_url and its
 // additional_redirect_urls are allowed, so a sign-in link cannot be turned into an open redirect
 // that hands a code (or an error page) to someone else's site. Anything else falls back to
-// site_url, as the spec asks, rather than failing the sign-in.
+// site_url (docs/sso.md, "Rules and choices"), rather than failing the sign-in.
 //
 // Rules, checked against the absolute http(s) URL without credentials:
 //  - an exact match of site_url or of an additional URL (compared after URL normalisation);

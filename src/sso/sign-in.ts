@@ -1,8 +1,8 @@
 // The end of every SSO sign-in, whatever the protocol: once a kind has verified the IdP's answer
-// and mapped it to SignInClaims, completeSignIn resolves the user (section 5), records the
+// and mapped it to SignInClaims, completeSignIn resolves the user (user-resolution.ts), records the
 // identity, issues a single-use code bound to the flow's PKCE challenge, and returns the address
 // the browser goes to: redirect_to?code=... on success, redirect_to?error=&error_description= on
-// any refusal. The OIDC callback uses it now; the SAML ACS uses it the same way.
+// any refusal. The OIDC callback (oidc/callback.ts) and the SAML ACS (saml/acs.ts) both end here.
 import { withTransaction } from '../db/index.js';
 import { ApiError, isApiError, type ErrorCode } from '../errors.js';
 import { randomToken, sha256 } from '../lib/tokens.js';

@@ -1,5 +1,5 @@
 // The shapes shared by the SSO path: stored providers and flows, the project settings sign-in
-// reads, and the interface a provider kind (OIDC now, SAML next) implements to plug in.
+// reads, and the interface a provider kind (OIDC in oidc/, SAML in saml/) implements to plug in.
 import type { JWK } from 'jose';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';

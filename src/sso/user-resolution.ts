@@ -1,4 +1,4 @@
-// Which user an SSO sign-in becomes, in exactly the order of spec section 5:
+// Which user an SSO sign-in becomes, in exactly this order (docs/sso.md, "Rules and choices"):
 //  1. an identity seen before signs in as its user;
 //  2. otherwise the asserted email must lie inside the provider's domains;
 //  3. an existing user with that email is linked only when the project allows linking AND the IdP
@@ -29,7 +29,7 @@ function refuseBanned(u: UserRow): void {
   if (isBanned(u)) throw new ApiError('user_banned');
 }
 
-/** user_metadata of a just-in-time user: the mapped profile fields, then `extra` (spec 2.2). */
+/** user_metadata of a just-in-time user: the mapped profile fields, then `extra` (attribute_mapping). */
 export function initialUserMetadata(claims: SignInClaims, provider: Pick<ProviderRow, 'trust_email'>): Record<string, unknown> {
   const profile: Record<string, unknown> = {
     sub: claims.subject,

@@ -1,4 +1,4 @@
-// Crash safety and self-healing (issues 5 and 16), run by `npm run test:crash` (CI runs it after
+// Crash safety and self-healing, run by `npm run test:crash` (CI runs it after
 // `npm test`), not by `npm test`. It runs on a stack of its own (stack-env.ts, started by
 // global-setup.ts): it kills and restarts that stack's parts, never the shared stack.
 //

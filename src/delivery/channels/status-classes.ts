@@ -1,5 +1,6 @@
-// Section 3 of the spec as code: which attempt results are delivered, failed (retried) or dead
-// (final without retry). Kept pure so the whole table is covered by unit tests.
+// The classification of docs/delivery.md ("Classification") as code: which attempt results are
+// delivered, failed (retried) or dead (final without retry). Kept pure so the whole table is
+// covered by unit tests.
 //
 //   2xx                                        delivered
 //   408, 409, 425, 429, 5xx                    failed   (transient: the target may recover)

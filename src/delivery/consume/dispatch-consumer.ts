@@ -9,8 +9,8 @@
 // therefore loses nothing: everything after its last commit is fetched again, and records whose
 // outcome is already in the ledger are skipped instead of sent again.
 //
-// Used for the main outbox topic here; the retry ladder (issue 5) can run the same consumer on its
-// retry topics with a `gate` that pauses a partition until its head record is due.
+// The same consumer runs the retry topics (retry-consumer.ts) with a `gate` that pauses a partition
+// until its head record is due.
 import DataLoader from 'dataloader';
 import { groupTimeouts } from '../../kafka/index.js';
 import type { Consumer, EachBatchPayload } from 'kafkajs';

@@ -3,7 +3,7 @@
 // message exactly as SQL enqueued it, so a replay (recovery/replay.ts) republishes it unchanged.
 //
 // Extra headers:
-//   dead-reason    permanent (a non-retryable outcome, section 3) | attempts (MAX_ATTEMPTS made)
+//   dead-reason    permanent (non-retryable, docs/delivery.md) | attempts (MAX_ATTEMPTS made)
 //                  | age (the next attempt would pass MAX_MESSAGE_AGE) | expired (taken after it)
 //   last-outcome   JSON {outcome, http_status, smtp_code, error, at}: what the delivery shows
 // A crash between producing a dead letter and recording the attempt produces it again on the

@@ -112,9 +112,10 @@ const firstValue = (v: VerifiedAssertion, name: string | undefined) =>
   name !== undefined && Object.hasOwn(v.attributes, name) ? (v.attributes[name][0]?.trim() ?? null) || null : null;
 
 /**
- * Spec 2.2's SAML defaults via the core's mapping (email, else the NameID; givenName + surname, or
- * displayName). SAML has no standard "email verified" attribute: the email counts as verified only
- * when the owner maps one (value "true") or sets trust_email on the provider.
+ * The SAML defaults of docs/sso-saml.md ("Attribute mapping") via the core's mapping (email, else
+ * the NameID; givenName + surname, or displayName). SAML has no standard "email verified"
+ * attribute: the email counts as verified only when the owner maps one (value "true") or sets
+ * trust_email on the provider.
  */
 export function toClaims(v: VerifiedAssertion, mapping: AttributeMapping): SignInClaims {
   const m = mapSamlAttributes(v, mapping);

@@ -1,7 +1,8 @@
 // Reads and checks the assertion from the XML that the signature verifier returned (the canonical
-// form of exactly what the IdP signed), so no value can come from content added around it.
-// The rules are the Web Browser SSO profile's (saml-profiles 4.1.4.3) plus the spec's own: email
-// NameID only, one bearer confirmation bound to our ACS and our request, our entity ID as audience.
+// form of exactly what the IdP signed), so no value can come from content added around it. The
+// rules are the Web Browser SSO profile's (saml-profiles 4.1.4.3) plus this service's
+// (docs/sso-saml.md): email NameID only, one bearer confirmation bound to our ACS and our request,
+// our entity ID as audience.
 import { SamlError } from './errors.js';
 import { EMAIL_NAMEID_FORMAT, type SpConfig } from './sp.js';
 import { checkWindow, parseSamlTime } from './time.js';

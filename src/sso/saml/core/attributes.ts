@@ -1,4 +1,5 @@
-// Maps a verified assertion onto the user fields of the provider's attribute_mapping (spec 2.2).
+// Maps a verified assertion onto the user fields of the provider's attribute_mapping
+// (docs/sso-saml.md, "Attribute mapping").
 // SAML defaults: email = the "email" attribute, else the NameID; first_name = givenName;
 // last_name = surname; name = givenName + surname, else displayName.
 import type { VerifiedAssertion } from './verify-response.js';

@@ -24,8 +24,8 @@ const SAML2_PROTOCOL = 'urn:oasis:names:tc:SAML:2.0:protocol';
 /**
  * Parses IdP metadata (an EntityDescriptor, or an EntitiesDescriptor holding exactly one IdP).
  * Throws SamlError 'saml_metadata_invalid' when it cannot be used, and
- * 'saml_metadata_no_signing_cert' when it has no signing certificate: the spec makes signed
- * assertions mandatory, so such an IdP could never sign anyone in.
+ * 'saml_metadata_no_signing_cert' when it has no signing certificate: signed assertions are
+ * mandatory (docs/sso-saml.md), so such an IdP could never sign anyone in.
  */
 export function parseIdpMetadata(xml: string): IdpMetadata {
   const doc = parseStrictXml(xml, invalid);

@@ -1,6 +1,6 @@
 // The service-provider side of SP-initiated sign-in: our metadata for the IdP admin and the
 // HTTP-Redirect AuthnRequest that starts a sign-in. Both are produced by samlify, which already
-// renders schema-valid, escaped XML for them; we only pin the options the spec fixes (unsigned
+// renders schema-valid, escaped XML for them; we only pin the options this service fixes (unsigned
 // requests, signed assertions, email NameID, responses to one HTTP-POST ACS).
 import samlify from 'samlify';
 import { REDIRECT_BINDING, type IdpMetadata } from './metadata.js';
