@@ -1,5 +1,5 @@
 // A new access-token signing key pair (ES256) for a project: made when the project is created and
-// at every rotation (src/sso/signing-keys.ts). The private half is only ever stored sealed.
+// at every rotation (src/sso/sessions/signing-keys.ts). The private half is only ever stored sealed.
 import { randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import { aad, type SecretBox } from '../lib/secret-box.js';

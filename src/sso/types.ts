@@ -3,7 +3,7 @@
 import type { JWK } from 'jose';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import type { AttributeMapping, SignInClaims } from './attribute-mapping.js';
+import type { AttributeMapping, SignInClaims } from './sign-in/attribute-mapping.js';
 
 export type SsoContext = Pick<AppContext, 'db' | 'box' | 'cfg' | 'log'>;
 export type ProviderKindName = 'oidc' | 'saml';
@@ -86,7 +86,7 @@ export interface AuthProject {
   jwt_kid: string;
   jwt_private_jwk_enc: Buffer;
   jwt_public_jwk: Record<string, unknown>;
-  /** rotated-out public keys (signing-keys.ts) */
+  /** rotated-out public keys (sessions/signing-keys.ts) */
   jwt_previous_keys: PreviousKey[];
 }
 

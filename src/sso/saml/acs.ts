@@ -12,13 +12,13 @@
 // with ?error=invalid_saml_response and a reason, and logs the reason; never the response itself.
 import type { FastifyBaseLogger } from 'fastify';
 import { sha256 } from '../../lib/tokens.js';
-import type { AttributeMapping, SignInClaims } from '../attribute-mapping.js';
+import type { AttributeMapping, SignInClaims } from '../sign-in/attribute-mapping.js';
 import type { AuthProject, FlowRow, ProviderRow, SsoContext } from '../types.js';
-import { consumeFlow } from '../flows.js';
-import { getProvider } from '../provider-store.js';
+import { consumeFlow } from '../sign-in/flows.js';
+import { getProvider } from '../providers/store.js';
 import { isSamlError, mapSamlAttributes, verifySamlResponse, type VerifiedAssertion } from './core/index.js';
 import { spConfig, storedIdp } from './settings.js';
-import { completeSignIn, failureRedirect } from '../sign-in.js';
+import { completeSignIn, failureRedirect } from '../sign-in/complete.js';
 
 /** A refusal: where the browser goes and what is logged. */
 class Refusal extends Error {

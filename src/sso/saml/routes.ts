@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../../errors.js';
 import { ref } from '../../http/index.js';
 import { loadAuthProject } from '../auth-project.js';
-import { getProvider } from '../provider-store.js';
+import { getProvider } from '../providers/store.js';
 import { spMetadataXml } from './core/index.js';
 import { consumeSamlResponse } from './acs.js';
 import { spConfig } from './settings.js';

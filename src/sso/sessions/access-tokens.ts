@@ -3,11 +3,11 @@
 // consumers read. The public key, and rotated-out ones still within their validity
 // (signing-keys.ts), are served as the project's JWKS.
 import { createLocalJWKSet, importJWK, jwtVerify, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
-import { ApiError } from '../errors.js';
-import { aad } from '../lib/secret-box.js';
-import { authBaseUrl } from './auth-project.js';
+import { ApiError } from '../../errors.js';
+import { aad } from '../../lib/secret-box.js';
+import { authBaseUrl } from '../auth-project.js';
 import { verificationKeys } from './signing-keys.js';
-import type { AuthProject, SsoContext } from './types.js';
+import type { AuthProject, SsoContext } from '../types.js';
 
 const keys = new Map<string, Promise<CryptoKey>>();
 

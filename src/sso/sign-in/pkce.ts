@@ -1,7 +1,7 @@
 // PKCE (RFC 7636) between the client and this service: the client keeps the verifier, /sso stores
 // the challenge, and /token?grant_type=pkce proves the same client finishes the flow.
 import { createHash } from 'node:crypto';
-import { safeEqual } from '../lib/tokens.js';
+import { safeEqual } from '../../lib/tokens.js';
 
 export type ChallengeMethod = 's256' | 'plain';
 

@@ -4,15 +4,15 @@
 // remove users after a downgrade. Each change is an audit entry naming the user by id and email
 // domain only: the trail outlives a deleted user, so it keeps no address or metadata values.
 import type { FastifyInstance } from 'fastify';
-import { parseDuration } from '../config.js';
-import { withTransaction } from '../db/index.js';
-import { ApiError } from '../errors.js';
-import { recordAudit } from '../projects/index.js';
-import { assertStorableJson, errorSchema, guardedProject, noQuery, ownerGuard, refParams, TEXT } from '../http/index.js';
-import { emailDomain } from './domain-routing.js';
-import { isUuid } from './provider-store.js';
-import type { SsoContext } from './types.js';
-import { listUsers, loadUser, presentUser, type UserRecord } from './user-view.js';
+import { parseDuration } from '../../config.js';
+import { withTransaction } from '../../db/index.js';
+import { ApiError } from '../../errors.js';
+import { recordAudit } from '../../projects/index.js';
+import { assertStorableJson, errorSchema, guardedProject, noQuery, ownerGuard, refParams, TEXT } from '../../http/index.js';
+import { emailDomain } from '../sign-in/domain-routing.js';
+import { isUuid } from '../providers/store.js';
+import type { SsoContext } from '../types.js';
+import { listUsers, loadUser, presentUser, type UserRecord } from './view.js';
 
 const idParams = { type: 'object', required: ['ref', 'id'], properties: { ...refParams.properties, id: { type: 'string', maxLength: 64 } } } as const;
 const metadata = { type: 'object', maxProperties: 100 } as const;

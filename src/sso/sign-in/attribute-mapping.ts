@@ -1,7 +1,7 @@
 // attribute_mapping (docs/sso.md, "Rules and choices"): which IdP claim feeds which user field. The
 // stored mapping holds only what the owner set; the defaults of the provider's kind fill the rest
 // at sign-in, so a later change of defaults reaches existing providers.
-import { TEXT } from '../http/index.js';
+import { TEXT } from '../../http/index.js';
 
 export interface AttributeMapping {
   email?: string;

@@ -2,7 +2,7 @@
 // hash of the handle the IdP echoes back (OIDC state, SAML RelayState), is consumed atomically on
 // first use (so a replayed answer finds nothing), and is refused once expired.
 import { randomUUID } from 'node:crypto';
-import type { FlowColumns, FlowRow, SsoContext } from './types.js';
+import type { FlowColumns, FlowRow, SsoContext } from '../types.js';
 
 export const newFlowId = () => randomUUID();
 

@@ -9,10 +9,10 @@
 //  5. a banned user is refused (user_banned) whichever way it was found.
 // Runs inside the caller's transaction; throws ApiError with the code the browser will see.
 import type pg from 'pg';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../../errors.js';
 import type { SignInClaims } from './attribute-mapping.js';
 import { domainMatches, emailDomain } from './domain-routing.js';
-import type { AuthProject, ProviderRow } from './types.js';
+import type { AuthProject, ProviderRow } from '../types.js';
 
 export const providerLabel = (providerId: string) => `sso:${providerId}`;
 

@@ -3,13 +3,13 @@
 // identity, issues a single-use code bound to the flow's PKCE challenge, and returns the address
 // the browser goes to: redirect_to?code=... on success, redirect_to?error=&error_description= on
 // any refusal. The OIDC callback (oidc/callback.ts) and the SAML ACS (saml/acs.ts) both end here.
-import { withTransaction } from '../db/index.js';
-import { ApiError, isApiError, type ErrorCode } from '../errors.js';
-import { randomToken, sha256 } from '../lib/tokens.js';
+import { withTransaction } from '../../db/index.js';
+import { ApiError, isApiError, type ErrorCode } from '../../errors.js';
+import { randomToken, sha256 } from '../../lib/tokens.js';
 import type { SignInClaims } from './attribute-mapping.js';
-import { loadAuthProject } from './auth-project.js';
+import { loadAuthProject } from '../auth-project.js';
 import { withQuery } from './redirects.js';
-import type { FlowRow, ProviderRow, SsoContext } from './types.js';
+import type { FlowRow, ProviderRow, SsoContext } from '../types.js';
 import { resolveUser } from './user-resolution.js';
 
 /** Where a refused sign-in sends the browser: the flow's redirect address with the error. */

@@ -11,10 +11,10 @@
 // the next refresh returns a token signed by the new key. The previous private key is discarded.
 import type { FastifyInstance } from 'fastify';
 import type { JWK } from 'jose';
-import { withTransaction } from '../db/index.js';
-import { errorSchema, noQuery, ownerGuard, refParams, refuseBody } from '../http/index.js';
-import { newSigningKey, recordAudit } from '../projects/index.js';
-import type { AuthProject, PreviousKey, SsoContext } from './types.js';
+import { withTransaction } from '../../db/index.js';
+import { errorSchema, noQuery, ownerGuard, refParams, refuseBody } from '../../http/index.js';
+import { newSigningKey, recordAudit } from '../../projects/index.js';
+import type { AuthProject, PreviousKey, SsoContext } from '../types.js';
 
 /** The keys a token of this project may be verified with now: the current one and unexpired previous ones. */
 export function verificationKeys(project: Pick<AuthProject, 'jwt_public_jwk' | 'jwt_previous_keys'>, now = Date.now()): JWK[] {

@@ -1,9 +1,9 @@
 // Users as @supabase/auth-js expects them (its User and UserIdentity types), loaded with their
 // identities. The owner's API shows the same object plus banned_until.
 import type pg from 'pg';
-import type { Pool } from '../db/index.js';
-import { isUuid } from './provider-store.js';
-import { providerLabel } from './user-resolution.js';
+import type { Pool } from '../../db/index.js';
+import { isUuid } from '../providers/store.js';
+import { providerLabel } from '../sign-in/user-resolution.js';
 
 type Db = Pool | pg.PoolClient;
 

@@ -1,18 +1,18 @@
 // Management of SSO providers: /v1/projects/{ref}/auth/providers/sso[/{id}] and
 // /v1/projects/{ref}/auth/providers/{id}/test. Owner only; the project's plan must include sso.
-// Every change is one audit entry, written in the change's transaction (see provider-audit.ts).
+// Every change is one audit entry, written in the change's transaction (see audit.ts).
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { withTransaction } from '../db/index.js';
-import { ApiError } from '../errors.js';
-import { recordAudit } from '../projects/index.js';
-import { errorSchema, guardedProject, MULTILINE_TEXT, noQuery, ownerGuard, refParams, TEXT } from '../http/index.js';
-import { attributeMappingSchema } from './attribute-mapping.js';
-import { normalizeDomain } from './domain-routing.js';
-import { providerCreated, providerDeleted, providerUpdated } from './provider-audit.js';
+import { withTransaction } from '../../db/index.js';
+import { ApiError } from '../../errors.js';
+import { recordAudit } from '../../projects/index.js';
+import { errorSchema, guardedProject, MULTILINE_TEXT, noQuery, ownerGuard, refParams, TEXT } from '../../http/index.js';
+import { attributeMappingSchema } from '../sign-in/attribute-mapping.js';
+import { normalizeDomain } from '../sign-in/domain-routing.js';
+import { providerCreated, providerDeleted, providerUpdated } from './audit.js';
 import { kindOf } from './kinds.js';
-import { deleteProvider, getProvider, insertProvider, listProviders, setDomains, updateProvider } from './provider-store.js';
-import type { ProviderInput, ProviderRow, SsoContext } from './types.js';
+import { deleteProvider, getProvider, insertProvider, listProviders, setDomains, updateProvider } from './store.js';
+import type { ProviderInput, ProviderRow, SsoContext } from '../types.js';
 
 const KIND_SPECIFIC: (keyof ProviderInput)[] = ['issuer', 'client_id', 'client_secret', 'scopes', 'metadata_url', 'metadata_xml', 'refresh_metadata'];
 

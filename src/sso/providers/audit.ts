@@ -2,10 +2,10 @@
 // needs to see who changed sign-in for which domains. Never the client secret (only that it
 // changed) and never metadata contents: pasted XML is kept as a SHA-256 digest, and the trusted
 // signing certificates as their fingerprints (public, and exactly what a rotation changes).
-import type { AuditEvent } from '../projects/index.js';
-import { sha256 } from '../lib/tokens.js';
-import { describeCerts } from './saml/settings.js';
-import type { KindColumns, ProviderInput, ProviderRow } from './types.js';
+import type { AuditEvent } from '../../projects/index.js';
+import { sha256 } from '../../lib/tokens.js';
+import { describeCerts } from '../saml/settings.js';
+import type { KindColumns, ProviderInput, ProviderRow } from '../types.js';
 
 const PLAIN = ['name', 'enabled', 'trust_email', 'jit', 'attribute_mapping', 'issuer', 'client_id'] as const;
 

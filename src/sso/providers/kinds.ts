@@ -1,9 +1,9 @@
 // The provider kinds the service speaks. A kind plugs in its field validation and protocol step
 // (see ProviderKind); everything around it is shared. SAML registers itself here beside OIDC.
-import { ApiError } from '../errors.js';
-import { oidcKind } from './oidc/provider-kind.js';
-import { samlKind } from './saml/provider-kind.js';
-import type { ProviderKind, ProviderKindName } from './types.js';
+import { ApiError } from '../../errors.js';
+import { oidcKind } from '../oidc/provider-kind.js';
+import { samlKind } from '../saml/provider-kind.js';
+import type { ProviderKind, ProviderKindName } from '../types.js';
 
 export const kinds: Partial<Record<ProviderKindName, ProviderKind>> = {
   oidc: oidcKind,

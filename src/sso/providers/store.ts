@@ -1,9 +1,9 @@
 // SSO providers and their domains in the control database.
 import type pg from 'pg';
-import type { Pool } from '../db/index.js';
-import { ApiError } from '../errors.js';
-import { candidateDomains, mostSpecific } from './domain-routing.js';
-import type { KindColumns, ProviderRow } from './types.js';
+import type { Pool } from '../../db/index.js';
+import { ApiError } from '../../errors.js';
+import { candidateDomains, mostSpecific } from '../sign-in/domain-routing.js';
+import type { KindColumns, ProviderRow } from '../types.js';
 
 type Db = Pool | pg.PoolClient;
 

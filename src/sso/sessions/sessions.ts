@@ -6,13 +6,13 @@
 //   token again means it leaked or was copied: the whole session is revoked (reuse detection).
 // - A session lives REFRESH_TOKEN_TTL past its last refresh; access tokens live ACCESS_TOKEN_TTL.
 import type pg from 'pg';
-import { withTransaction } from '../db/index.js';
-import { ApiError } from '../errors.js';
-import { randomToken, sha256 } from '../lib/tokens.js';
+import { withTransaction } from '../../db/index.js';
+import { ApiError } from '../../errors.js';
+import { randomToken, sha256 } from '../../lib/tokens.js';
 import { signAccessToken } from './access-tokens.js';
-import { normalizeChallengeMethod, verifyCodeVerifier } from './pkce.js';
-import type { AuthProject, SsoContext } from './types.js';
-import { loadUser, presentUser, type UserRecord } from './user-view.js';
+import { normalizeChallengeMethod, verifyCodeVerifier } from '../sign-in/pkce.js';
+import type { AuthProject, SsoContext } from '../types.js';
+import { loadUser, presentUser, type UserRecord } from '../users/view.js';
 
 const ttlSecs = (ms: number) => ms / 1000;
 
