@@ -53,17 +53,22 @@ async function requireOwner(ctx: Ctx, req: FastifyRequest): Promise<void> {
   req.ownerTokenId = owner.tokenId;
 }
 
-/** Step 2: the caller's project `ref`, or 404 project_not_found. */
-export async function ownedProject(ctx: Ctx, req: FastifyRequest, ref: string): Promise<ProjectRow> {
-  // A ref that cannot exist (or holds a NUL byte Postgres would reject) is simply not found.
-  if (typeof ref !== 'string' || !PROJECT_REF.test(ref)) throw new ApiError('project_not_found');
+/** The project row the guard loads (also to show a project again after a change), or undefined. */
+export async function loadProjectRow(ctx: Ctx, ref: string): Promise<ProjectRow | undefined> {
   const r = await ctx.db.query(
     `select j.ref, j.owner_id, j.plan, p.features, j.anon_key, j.site_url, j.additional_redirect_urls, j.disable_signup,
             j.allow_linking, j.outbox_enabled_at, j.created_at
        from projects j join plans p on p.name = j.plan where j.ref = $1`,
     [ref],
   );
-  const row = r.rows[0] as ProjectRow | undefined;
+  return r.rows[0] as ProjectRow | undefined;
+}
+
+/** Step 2: the caller's project `ref`, or 404 project_not_found. */
+async function ownedProject(ctx: Ctx, req: FastifyRequest, ref: string): Promise<ProjectRow> {
+  // A ref that cannot exist (or holds a NUL byte Postgres would reject) is simply not found.
+  if (typeof ref !== 'string' || !PROJECT_REF.test(ref)) throw new ApiError('project_not_found');
+  const row = await loadProjectRow(ctx, ref);
   if (!row || row.owner_id !== req.ownerId) throw new ApiError('project_not_found');
   return row;
 }
