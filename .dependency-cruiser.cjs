@@ -11,6 +11,8 @@
 //   import its own layer or lower ones, never a higher one.
 // - Areas of one layer listed in SIBLINGS do not import each other.
 // - The SAML validation core (src/sso/saml/core/) stays pure: no HTTP, no database.
+// - src/client/ (the browser client) imports nothing else of src/; web/src/ and src/ do not import
+//   each other.
 
 /** From the leaves up. A name is a folder under src/ (an area) or a file directly in src/. */
 const LAYERS = [
@@ -87,6 +89,27 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/sso/saml/core/' },
       to: { path: ['^src/(?!sso/saml/core/)', '(^|/)node_modules/(fastify|@fastify/[^/]+|pg|pg-[^/]+|kafkajs|undici)/'] },
+    },
+    {
+      name: 'client-standalone',
+      comment: "src/client/ is the project's browser client: it ships without the service, so it imports nothing of it.",
+      severity: 'error',
+      from: { path: '^src/client/' },
+      to: { path: '^src/(?!client/)' },
+    },
+    {
+      name: 'web-apart',
+      comment: 'The dashboard (web/src/) talks to the service over HTTP only; it imports nothing of src/.',
+      severity: 'error',
+      from: { path: '^web/src/' },
+      to: { path: '^src/' },
+    },
+    {
+      name: 'service-apart-from-web',
+      comment: 'The service does not import the dashboard (web/src/); it serves its build (web/dist/).',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^web/' },
     },
     ...layerRules,
     ...siblingRules,
