@@ -11,7 +11,8 @@ import pg from 'pg';
 import { Kafka, logLevel } from 'kafkajs';
 import { loadConfig, repoRoot } from '../src/config.js';
 import { stackUp } from '../src/stack/local-stack.js';
-import { ConnectClient, connectorName, slotName } from '../src/outbox/connector.js';
+import { ConnectClient } from '../src/kafka/index.js';
+import { connectorName, slotName } from '../src/outbox/index.js';
 import { disableOutbox } from '../src/outbox/enable.js';
 import { topicNames } from '../src/kafka/topics.js';
 

@@ -2,17 +2,12 @@
 // one provisioned on first use), migrates the control database, connects Kafka and creates topics.
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
-import { createPool } from './db/pool.js';
-import { isDatabaseUnavailable } from './db/unavailable.js';
-import { migrate } from './db/migrate.js';
-import { ProjectDatabases } from './db/project-dbs.js';
+import { createPool, isDatabaseUnavailable, migrate, ProjectDatabases } from './db/index.js';
 import { Partitioners } from 'kafkajs';
-import { createKafka, ensureTopics } from './kafka/client.js';
-import { topicNames } from './kafka/topics.js';
+import { createKafka, ensureTopics, topicNames, ConnectClient } from './kafka/index.js';
 import { SecretBox } from './lib/secret-box.js';
 import type { Logger } from './lib/logger.js';
-import { ConnectClient } from './outbox/connector.js';
-import { stackUp } from './stack/local-stack.js';
+import { stackUp } from './stack/index.js';
 
 export interface Endpoints {
   databaseUrl: string;

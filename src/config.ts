@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { PROJECT_REF } from './lib/project-ref.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -209,7 +210,7 @@ const schema = z.object({
   /** Creates a development project on first start with an empty control database. */
   DEV_BOOTSTRAP: bool.optional(),
   /** The development project's ref (its database is proj_<ref> on the stack's cluster). */
-  DEV_PROJECT_REF: z.string().regex(/^[a-z][a-z0-9-]{2,39}$/, '3-40 characters: lowercase letters, digits and hyphens, starting with a letter').default('dev'),
+  DEV_PROJECT_REF: z.string().regex(PROJECT_REF, '3-40 characters: lowercase letters, digits and hyphens, starting with a letter').default('dev'),
 });
 
 type Raw = z.infer<typeof schema>;

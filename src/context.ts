@@ -3,11 +3,9 @@
 import type { Kafka, Producer } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
-import type { Pool } from './db/pool.js';
-import type { ProjectDatabases } from './db/project-dbs.js';
-import type { Topics } from './kafka/topics.js';
+import type { Pool, ProjectDatabases } from './db/index.js';
+import type { Topics, ConnectClient } from './kafka/index.js';
 import type { SecretBox } from './lib/secret-box.js';
-import type { ConnectClient } from './outbox/connector.js';
 
 export interface AppContext {
   cfg: Readonly<Config>;

@@ -3,17 +3,15 @@
 // one exits at once.
 import { loadConfig, ConfigError, redactedConfig } from './config.js';
 import { closeContext, createContext, resolveEndpoints } from './app.js';
-import { buildServer } from './http/server.js';
-import { registerRoutes } from './http/routes.js';
-import { healthReport } from './http/health.js';
+import { buildServer, healthReport } from './http/index.js';
+import { registerRoutes } from './routes.js';
 import { createLogger } from './lib/logger.js';
 import { busyPorts, type PortNeed } from './lib/ports.js';
 import { onStopSignals, watchParent } from './lib/shutdown.js';
-import { startWorkers, type Worker } from './delivery/workers.js';
-import { bootstrapDevProject, firstRunGuide } from './admin/bootstrap.js';
-import { devMailSinkEnabled, startDevMailSink } from './email/dev-sink.js';
-import { closeEmailTransports } from './email/transport.js';
-import { refreshEnabledOutboxes } from './outbox/service.js';
+import { startWorkers, type Worker } from './delivery/index.js';
+import { bootstrapDevProject, firstRunGuide } from './admin/index.js';
+import { devMailSinkEnabled, startDevMailSink, closeEmailTransports } from './email/index.js';
+import { refreshEnabledOutboxes } from './outbox/index.js';
 import { startMetricsServer } from './lib/metrics.js';
 
 async function main() {

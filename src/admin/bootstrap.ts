@@ -2,8 +2,8 @@
 // user has something to call at once; its credentials are printed as one JSON line, followed by
 // the few commands of a first webhook and a first SSO sign-in (firstRunGuide).
 import type { AppContext } from '../context.js';
-import { createProject, issueOwnerToken } from '../management/projects.js';
-import { ensureOutboxEnabled } from '../outbox/service.js';
+import { createProject, issueOwnerToken } from '../projects/index.js';
+import { ensureOutboxEnabled } from '../outbox/index.js';
 
 export interface DevProject {
   ref: string;

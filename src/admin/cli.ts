@@ -5,13 +5,12 @@ import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError } from '../config.js';
 import { closeContext, createContext, resolveEndpoints } from '../app.js';
 import { createLogger } from '../lib/logger.js';
-import { createProject, ensureOwner, issueOwnerToken, revokeOwnerToken, setPlan, projectUrl, type Plan } from '../management/projects.js';
+import { createProject, ensureOwner, issueOwnerToken, revokeOwnerToken, setPlan, projectUrl, recordOperatorAudit, type Plan } from '../projects/index.js';
 import type { AppContext } from '../context.js';
-import { rebuildDeliveries } from '../delivery/projector.js';
-import { recordOperatorAudit } from '../management/audit.js';
+import { rebuildDeliveries } from '../delivery/index.js';
 import { replayCommand } from './replay.js';
 import { reseal } from './reseal.js';
-import { disableProjectOutbox, ensureOutboxEnabled } from '../outbox/service.js';
+import { disableProjectOutbox, ensureOutboxEnabled } from '../outbox/index.js';
 
 const PLANS = ['free', 'pro', 'enterprise'];
 

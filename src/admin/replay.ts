@@ -1,9 +1,9 @@
 // npm run admin -- replay --ref <ref> [--status dead|failed|dead,failed] [--since <iso>] [--until <iso>]
 //                         [--webhook <id>] [--host <host>]
-// Re-enqueues the matching deliveries as new runs (src/delivery/replay.ts), showing progress on
+// Re-enqueues the matching deliveries as new runs (src/delivery/recovery/replay.ts), showing progress on
 // stderr when it is a terminal; prints {"matched", "replayed", "not_found", "not_found_ids"}.
 import type { AppContext } from '../context.js';
-import { replayDeliveries, type ReplayStatus } from '../delivery/replay.js';
+import { replayDeliveries, type ReplayStatus } from '../delivery/index.js';
 
 export async function replayCommand(ctx: AppContext, v: Record<string, string | undefined>): Promise<unknown> {
   if (!v.ref) throw new Error('missing --ref');

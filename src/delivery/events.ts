@@ -49,7 +49,7 @@ export interface DeliveryAttempted {
   duration_ms: number;
 }
 
-/** A call of the delivery's callback function (src/delivery/callbacks.ts). */
+/** A call of the delivery's callback function (src/delivery/callbacks/). */
 export interface CallbackInvoked {
   message_id: string;
   project: string;

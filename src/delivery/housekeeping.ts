@@ -15,7 +15,7 @@
 // topic). Deletion runs in slices of SLICE rows so no statement holds locks for long, under an
 // advisory lock so that of several dispatcher processes one does it at a time.
 import type { AppContext } from '../context.js';
-import type { Worker } from './workers.js';
+import type { Worker } from './worker.js';
 
 const SLICE = 5000;
 const LOCK_KEY = 0x6c656467; // "ledg"

@@ -1,7 +1,7 @@
 // The outbox message as the delivery side sees it: the JSON value Debezium wrote (the request as
 // written, placeholders and all) plus an envelope carried in Kafka headers.
 //
-// Envelope headers — the contract between the dispatcher and the retry ladder (issue 5):
+// Envelope headers — the contract between the dispatcher and the retry ladder (retry/ladder.ts):
 //   id, kind, project   set by the Debezium connector on the main outbox topic; always present
 //   run                 attempt sequence, 1 for the original message; a manual retry or a bulk
 //                       replay republishes the message with run + 1 (the budget restarts per run)

@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { errorSchema } from '../management/owner-auth.js';
+import { errorSchema } from '../http/index.js';
 import { devMailSinkOf, type CaughtMail } from './dev-sink.js';
 
 const idParam = {

@@ -1,9 +1,9 @@
 // The platform's direct sender for auth emails (confirmations, magic links, ...): sent at once with
-// the same SMTP resolution as outbox mail, but not through the outbox, as the spec requires: the
-// caller is waiting and learns the result now instead of a delivery state later.
+// the same SMTP resolution as outbox mail, but not through the outbox (docs/email.md, "The direct
+// sender"): the caller is waiting and learns the result now instead of a delivery state later.
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import type { AttemptOutcome } from '../delivery/outcome.js';
+import type { AttemptOutcome } from '../outbound/index.js';
 import { deliverEmail } from './send.js';
 
 export interface DirectEmail {

@@ -6,8 +6,7 @@
 // configured host name for SNI and certificate checks.
 import dns from 'node:dns';
 import net, { type LookupFunction } from 'node:net';
-import { vetAddress, type AllowList } from '../delivery/guard/address.js';
-import { BlockedTargetError } from '../delivery/guard/agent.js';
+import { vetAddress, type AllowList, BlockedTargetError } from '../outbound/index.js';
 
 type SocketCallback = (err: Error | null, socketOptions?: { connection: net.Socket }) => void;
 

@@ -1,10 +1,10 @@
-// How the result of one SMTP send maps onto the delivery states of section 3. The rule is the SMTP
-// reply class: 2xx accepted → delivered; 4xx is the server saying "not now" → failed (retried on the
-// ladder); 5xx is "never" → dead. Without a reply, network trouble (refused, dropped, timed out, DNS,
-// TLS) is transient → failed; a message nodemailer refuses to send as it is (bad address, too big)
-// or a target the SSRF guard refuses will never succeed → dead.
-import { findBlockedTargetError } from '../delivery/guard/agent.js';
-import type { AttemptOutcome } from '../delivery/outcome.js';
+// How the result of one SMTP send maps onto the delivery states (docs/email.md, "Outcomes"). The
+// rule is the SMTP reply class: 2xx accepted → delivered; 4xx is the server saying "not now" →
+// failed (retried on the ladder); 5xx is "never" → dead. Without a reply, network trouble (refused,
+// dropped, timed out, DNS, TLS) is transient → failed; a message nodemailer refuses to send as it
+// is (bad address, too big) or a target the SSRF guard refuses will never succeed → dead.
+import { findBlockedTargetError } from '../outbound/index.js';
+import type { AttemptOutcome } from '../outbound/index.js';
 
 export type SendVerdict = Omit<AttemptOutcome, 'durationMs'>;
 

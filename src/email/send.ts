@@ -1,7 +1,7 @@
 // One email, one attempt: resolve the project's SMTP route, send over its pooled transport, and
 // classify the result (see outcome.ts). Shared by the outbox channel and the direct sender.
 import type { AppContext } from '../context.js';
-import type { AttemptOutcome } from '../delivery/outcome.js';
+import type { AttemptOutcome } from '../outbound/index.js';
 import { acceptedVerdict, classifySendError } from './outcome.js';
 import { resolveSmtp, UnknownProjectError, withTransport, type Sender } from './transport.js';
 

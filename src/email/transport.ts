@@ -11,7 +11,7 @@ import nodemailer, { type Transporter } from 'nodemailer';
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
 import type { Config } from '../config.js';
 import type { AppContext } from '../context.js';
-import { makeAllowList } from '../delivery/guard/address.js';
+import { makeAllowList } from '../outbound/index.js';
 import { aad } from '../lib/secret-box.js';
 import { devMailSinkEnabled } from './dev-sink.js';
 import { guardedSocket } from './guarded-socket.js';

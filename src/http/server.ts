@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiError, isApiError } from '../errors.js';
-import { isDatabaseUnavailable } from '../db/unavailable.js';
+import { isDatabaseUnavailable } from '../db/index.js';
 import { httpRequests } from '../lib/metrics.js';
 
 export interface ServerOptions {

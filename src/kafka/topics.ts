@@ -1,5 +1,5 @@
 // Topic names derive from TOPIC_PREFIX and the retry policy, so one list of delays in configuration
-// is the whole truth about the ladder (see src/delivery/retry-ladder.ts for its use).
+// is the whole truth about the ladder (see src/delivery/retry/ladder.ts for its use).
 export interface Topics {
   outbox: string;
   retry: { topic: string; delayMs: number; step: number }[];

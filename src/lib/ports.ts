@@ -1,6 +1,7 @@
 // Before anything starts (stack, consumers, workers): are the ports this process will listen on
-// free? A second instance started beside a running one used to join the consumer groups (and
-// rebalance the first one) before failing on EADDRINUSE; now it stops at once with one line.
+// free? Without this check a second instance started beside a running one would join the consumer
+// groups (and rebalance the first one) before failing on EADDRINUSE; with it, it stops at once
+// with one line.
 import net from 'node:net';
 
 export interface PortNeed {

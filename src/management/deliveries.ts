@@ -6,8 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { ownedProject, ownerAuth } from './owner-auth.js';
-import { errorResponses, owner, ref, refParams, refuseBody } from './schemas.js';
+import { errorResponses, owner, ownerGuard, ref, refParams, refuseBody } from '../http/index.js';
 
 const STATUSES = ['pending', 'delivered', 'failed', 'dead'];
 const KINDS = ['webhook', 'http', 'email'];
@@ -95,12 +94,13 @@ function decodeCursor(cursor: string): [string, string] {
 }
 
 export async function registerDeliveries(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const auth = ownerAuth(ctx);
+  // 401, 404 (not the caller's project) before the request is validated: src/http/owner-guard.ts
+  const guard = ownerGuard(ctx);
 
   app.get<{ Params: { ref: string }; Querystring: { status?: string; kind?: string; cursor?: string; limit?: string } }>(
     '/v1/projects/:ref/outbox/deliveries',
     {
-      onRequest: auth,
+      onRequest: guard,
       preValidation: refuseBody,
       schema: {
         tags: ['outbox'],
@@ -122,7 +122,6 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
       },
     },
     async (req) => {
-      await ownedProject(ctx, req, req.params.ref);
       const { status, kind, cursor } = req.query;
       const limit = req.query.limit === undefined ? 20 : Number(req.query.limit);
       if (limit < 1 || limit > 100) throw new ApiError('validation_failed', 'querystring.limit must be between 1 and 100');
@@ -144,7 +143,7 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
   app.get<{ Params: { ref: string; id: string } }>(
     '/v1/projects/:ref/outbox/deliveries/:id',
     {
-      onRequest: auth,
+      onRequest: guard,
       preValidation: refuseBody,
       schema: {
         tags: ['outbox'],
@@ -160,7 +159,6 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
       },
     },
     async (req) => {
-      await ownedProject(ctx, req, req.params.ref);
       const r = await ctx.db.query(`select ${COLUMNS}, last_response_body from deliveries where project_ref = $1 and id = $2`, [req.params.ref, req.params.id]);
       if (r.rowCount === 0) throw new ApiError('delivery_not_found');
       const attempts = await ctx.db.query(

@@ -1,4 +1,4 @@
-// Recovery routes (owner only), on top of src/delivery/replay.ts:
+// Recovery routes (owner only), on top of src/delivery/recovery/replay.ts:
 //   POST /v1/projects/{ref}/outbox/deliveries/{id}/retry   one failed or dead delivery, as a new run
 //   POST /v1/projects/{ref}/outbox/replay                  every dead (or failed) delivery matching a filter
 // Both answer 202: the messages are back on the log as run + 1 and the deliveries are `pending`;
@@ -7,10 +7,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { replayDeliveries, type ReplayStatus } from '../delivery/replay.js';
-import { recordAudit } from './audit.js';
-import { ownedProject, ownerAuth } from './owner-auth.js';
-import { errorResponses, owner, ref, refParams, refuseBody } from './schemas.js';
+import { replayDeliveries, type ReplayStatus } from '../delivery/index.js';
+import { recordAudit } from '../projects/index.js';
+import { errorResponses, owner, ownerGuard, ref, refParams, refuseBody } from '../http/index.js';
 
 const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const conflict = { 409: { description: 'delivery_not_retryable', type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } } };
@@ -24,12 +23,13 @@ interface ReplayBody {
 }
 
 export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const auth = ownerAuth(ctx);
+  // 401, 404 (not the caller's project) before the request is validated: src/http/owner-guard.ts
+  const guard = ownerGuard(ctx);
 
   app.post<{ Params: { ref: string; id: string } }>(
     '/v1/projects/:ref/outbox/deliveries/:id/retry',
     {
-      onRequest: auth,
+      onRequest: guard,
       preValidation: refuseBody,
       schema: {
         tags: ['outbox'],
@@ -42,7 +42,6 @@ export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContex
       },
     },
     async (req, reply) => {
-      await ownedProject(ctx, req, req.params.ref);
       const id = req.params.id.toLowerCase();
       const r = await ctx.db.query('select status, run from deliveries where project_ref = $1 and id = $2', [req.params.ref, id]);
       if (r.rowCount === 0) throw new ApiError('delivery_not_found');
@@ -64,7 +63,7 @@ export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContex
   app.post<{ Params: { ref: string }; Body: ReplayBody }>(
     '/v1/projects/:ref/outbox/replay',
     {
-      onRequest: auth,
+      onRequest: guard,
       schema: {
         tags: ['outbox'],
         summary: 'Re-enqueue the dead (or failed) deliveries matching a filter, e.g. after an outage',
@@ -92,7 +91,6 @@ export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContex
       },
     },
     async (req, reply) => {
-      await ownedProject(ctx, req, req.params.ref);
       const b = req.body ?? {};
       const statuses = b.status === undefined ? (['dead'] as ReplayStatus[]) : Array.isArray(b.status) ? b.status : [b.status];
       const since = b.since ? new Date(b.since) : undefined;

@@ -3,13 +3,11 @@
 // (GET /v1/projects/{ref}/outbox: connector, supervisor restarts, replication slot).
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { withTransaction } from '../db/pool.js';
+import { withTransaction } from '../db/index.js';
 import { ApiError } from '../errors.js';
-import { ensureOutboxEnabled } from '../outbox/service.js';
-import { recordAudit } from './audit.js';
-import { ownedProject, type ProjectRow } from './owner-auth.js';
-import { projectUrl } from './projects.js';
-import { MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, refParams, refuseBody, TEXT, timestamp } from './schemas.js';
+import { ensureOutboxEnabled } from '../outbox/index.js';
+import { projectUrl, recordAudit } from '../projects/index.js';
+import { loadProjectRow, type ProjectRow, MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, refParams, refuseBody, TEXT, timestamp } from '../http/index.js';
 
 type Ctx = Pick<AppContext, 'db' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
 
@@ -122,7 +120,10 @@ export function registerProjectSettings(app: FastifyInstance, ctx: Ctx): void {
         const changes = { ...b, ...(site && { site_url: site }), ...(redirects && { additional_redirect_urls: redirects }) };
         await recordAudit(c, req, req.params.ref, { action: 'project.update', resourceType: 'project', resourceId: req.params.ref, details: { fields: Object.keys(b), changes } });
       });
-      return viewProject(ctx, await ownedProject(ctx, req, req.params.ref));
+      // the guard checked the owner; this reads the row again to show the change
+      const row = await loadProjectRow(ctx, req.params.ref);
+      if (!row) throw new ApiError('project_not_found');
+      return viewProject(ctx, row);
     },
   );
 

@@ -4,11 +4,11 @@
 // No response, log line, audit entry or error message holds a value.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { withTransaction } from '../db/pool.js';
+import { withTransaction } from '../db/index.js';
 import { ApiError } from '../errors.js';
 import { aad } from '../lib/secret-box.js';
-import { recordAudit } from './audit.js';
-import { SECRET_BODY_LIMIT, errorResponses, iso, noQuery, owner, ref, refParams, refuseBody, timestamp, wellFormed } from './schemas.js';
+import { recordAudit } from '../projects/index.js';
+import { SECRET_BODY_LIMIT, errorResponses, iso, noQuery, owner, ref, refParams, refuseBody, timestamp, wellFormed } from '../http/index.js';
 
 export const SECRET_VALUE_MAX_BYTES = 16 * 1024;
 

@@ -5,14 +5,13 @@
 // would otherwise connect wherever an owner points it. Configuring SMTP enables the outbox.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { withTransaction } from '../db/pool.js';
-import { makeAllowList } from '../delivery/guard/address.js';
-import { checkUrlLiteral } from '../delivery/guard/url.js';
+import { withTransaction } from '../db/index.js';
+import { makeAllowList, checkUrlLiteral } from '../outbound/index.js';
 import { ApiError } from '../errors.js';
 import { aad } from '../lib/secret-box.js';
-import { ensureOutboxEnabled } from '../outbox/service.js';
-import { recordAudit } from './audit.js';
-import { MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, planErrorResponse, refParams, refuseBody, TEXT, timestamp, wellFormed } from './schemas.js';
+import { ensureOutboxEnabled } from '../outbox/index.js';
+import { recordAudit } from '../projects/index.js';
+import { MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, planErrorResponse, refParams, refuseBody, TEXT, timestamp, wellFormed } from '../http/index.js';
 
 type Ctx = Pick<AppContext, 'db' | 'box' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
 

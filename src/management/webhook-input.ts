@@ -1,8 +1,8 @@
 // Checks on webhook input that a JSON schema cannot express: the target URL (literal private
 // addresses in every spelling are refused), the table name, and the custom headers (reserved and
 // transport-managed names, placeholder syntax). Pure functions, so they are unit-tested directly.
-import { checkUrlLiteral } from '../delivery/guard/url.js';
-import type { AllowList } from '../delivery/guard/address.js';
+import { checkUrlLiteral } from '../outbound/index.js';
+import type { AllowList } from '../outbound/index.js';
 import { ApiError } from '../errors.js';
 
 export const TIMEOUT_MIN_MS = 100;

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { aad, type SecretBox } from '../lib/secret-box.js';
-import { iso } from './schemas.js';
+import { iso } from '../http/index.js';
 import type { WebhookEvent } from './webhook-input.js';
 
 export interface WebhookRow {

@@ -5,14 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { withTransaction } from '../db/pool.js';
-import { makeAllowList } from '../delivery/guard/address.js';
+import { withTransaction } from '../db/index.js';
+import { makeAllowList } from '../outbound/index.js';
 import { ApiError } from '../errors.js';
-import { ensureOutboxEnabled } from '../outbox/service.js';
-import { dropWebhookTrigger, installWebhookTrigger } from '../outbox/webhook-triggers.js';
-import { recordAudit } from './audit.js';
+import { ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger } from '../outbox/index.js';
+import { recordAudit } from '../projects/index.js';
 import { tableExists, withProjectDb } from './project-db.js';
-import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp } from './schemas.js';
+import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp } from '../http/index.js';
 import { MAX_HEADERS, HEADER_VALUE_MAX, TIMEOUT_MAX_MS, TIMEOUT_MIN_MS, URL_MAX_LENGTH, checkHeaders, checkWebhookUrl, parseTableName, type WebhookEvent } from './webhook-input.js';
 import {
   addSigningSecret, deleteWebhook, getWebhook, insertWebhook, listWebhooks, rotateSigningSecret, updateWebhook, webhookRecord,

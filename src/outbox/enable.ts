@@ -10,7 +10,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { ConnectClient, connectorName, publicationName, renderConnectorConfig, slotName } from './connector.js';
+import { ConnectClient } from '../kafka/index.js';
+import { connectorName, publicationName, renderConnectorConfig, slotName } from './connector.js';
 
 const baseSchemaSql = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), 'sql', 'base-schema.sql'), 'utf8');
 // Recorded as the comment of schema `base`, so a start can tell an installed schema from an older one.

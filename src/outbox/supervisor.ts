@@ -25,7 +25,7 @@
 import pg from 'pg';
 import type { AppContext } from '../context.js';
 import { connectorRestarts, connectorStates, slotCaptureLagSecondsMax, slotRetainedBytesMax } from '../lib/metrics.js';
-import type { ConnectorStatus } from './connector.js';
+import type { ConnectorStatus } from '../kafka/index.js';
 import { slotName } from './connector.js';
 import { refreshProjectOutbox } from './service.js';
 import { projectsToWake, stopIdleConnector, type IdleProject } from './idle-capture.js';

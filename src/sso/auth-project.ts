@@ -3,7 +3,7 @@
 // the endpoints cannot be used to probe which projects exist.
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
-import { projectUrl } from '../management/projects.js';
+import { projectUrl } from '../projects/index.js';
 import { safeEqual } from '../lib/tokens.js';
 import type { AuthProject, SsoContext } from './types.js';
 

@@ -1,11 +1,18 @@
 // Enterprise SSO: provider management and users for the owner (/v1/projects/{ref}/auth/...), and
-// the project's public auth endpoints (/projects/{ref}/auth/v1/...).
+// the project's public auth endpoints (/projects/{ref}/auth/v1/..., auth-routes.ts).
+//
+// A sign-in, stage by stage: POST /sso starts it (auth-routes.ts: domain routing, redirect check,
+// PKCE and the flow row in sign-in/); the provider's kind sends the browser to the IdP and takes
+// its answer (oidc/: discovery and the callback; saml/: AuthnRequest, metadata and the ACS, with
+// the pure protocol core in saml/core/); sign-in/complete.ts maps the claims, resolves the user
+// and issues a single-use code; POST /token exchanges it for a session and an access token
+// (sessions/). providers/ and users/ are the owner's routes.
 import type { FastifyInstance } from 'fastify';
 import type { SsoContext } from './types.js';
 import { registerAuthApi } from './auth-routes.js';
-import { registerProviderRoutes } from './provider-routes.js';
-import { registerSigningKeyRoutes } from './signing-keys.js';
-import { registerUserRoutes } from './user-routes.js';
+import { registerProviderRoutes } from './providers/routes.js';
+import { registerSigningKeyRoutes } from './sessions/signing-keys.js';
+import { registerUserRoutes } from './users/routes.js';
 
 export async function registerSso(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   await registerProviderRoutes(app, ctx);
@@ -16,6 +23,6 @@ export async function registerSso(app: FastifyInstance, ctx: SsoContext): Promis
   await app.register(async (scope) => registerAuthApi(scope, ctx));
 }
 
-export { completeSignIn, failureRedirect } from './sign-in.js';
-export { consumeFlow } from './flows.js';
+export { completeSignIn, failureRedirect } from './sign-in/complete.js';
+export { consumeFlow } from './sign-in/flows.js';
 export type { ProviderKind, ProviderRow, FlowRow, SignInClaims, SsoContext } from './types.js';

@@ -1,8 +1,9 @@
 // The shapes shared by the SSO path: stored providers and flows, the project settings sign-in
-// reads, and the interface a provider kind (OIDC now, SAML next) implements to plug in.
+// reads, and the interface a provider kind (OIDC in oidc/, SAML in saml/) implements to plug in.
+import type { JWK } from 'jose';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import type { AttributeMapping, SignInClaims } from './attribute-mapping.js';
+import type { AttributeMapping, SignInClaims } from './sign-in/attribute-mapping.js';
 
 export type SsoContext = Pick<AppContext, 'db' | 'box' | 'cfg' | 'log'>;
 export type ProviderKindName = 'oidc' | 'saml';
@@ -85,8 +86,15 @@ export interface AuthProject {
   jwt_kid: string;
   jwt_private_jwk_enc: Buffer;
   jwt_public_jwk: Record<string, unknown>;
-  /** rotated-out public keys (signing-keys.ts) */
-  jwt_previous_keys: import('./signing-keys.js').PreviousKey[];
+  /** rotated-out public keys (sessions/signing-keys.ts) */
+  jwt_previous_keys: PreviousKey[];
+}
+
+/** A rotated-out public key, kept while tokens it signed may still be valid. */
+export interface PreviousKey {
+  jwk: JWK & { kid: string };
+  retired_at: string;
+  valid_until: string;
 }
 
 /**

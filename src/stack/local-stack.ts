@@ -8,8 +8,8 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, chownSync, statSync } from 'node:fs';
 import path from 'node:path';
-import net from 'node:net';
 import type { Config } from '../config.js';
+import { alive, portOpen, sleep, waitFor, which } from './processes.js';
 import { repoRoot } from '../config.js';
 
 export type PartName = 'postgres' | 'kafka' | 'connect';
@@ -65,45 +65,6 @@ function readPid(cfg: Config, part: PartName): number | null {
   if (!existsSync(f)) return null;
   const pid = Number(readFileSync(f, 'utf8').trim());
   return Number.isInteger(pid) && pid > 0 && alive(pid) ? pid : null;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function portOpen(port: number, host = '127.0.0.1', timeoutMs = 500): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ port, host });
-    const done = (ok: boolean) => {
-      s.destroy();
-      resolve(ok);
-    };
-    s.setTimeout(timeoutMs, () => done(false));
-    s.once('connect', () => done(true));
-    s.once('error', () => done(false));
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, logFile?: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await sleep(300);
-  }
-  const tail = logFile && existsSync(logFile) ? '\n--- last lines of ' + logFile + ' ---\n' + readFileSync(logFile, 'utf8').split('\n').slice(-25).join('\n') : '';
-  throw new Error(`${what} did not become ready within ${Math.round(timeoutMs / 1000)}s${tail}`);
-}
-
-function which(cmd: string): string | null {
-  const r = spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.trim() : null;
 }
 
 // ---------- PostgreSQL ----------

@@ -1,4 +1,4 @@
-// Crash safety and self-healing (issues 5 and 16), run by `npm run test:crash` (CI runs it after
+// Crash safety and self-healing, run by `npm run test:crash` (CI runs it after
 // `npm test`), not by `npm test`. It runs on a stack of its own (stack-env.ts, started by
 // global-setup.ts): it kills and restarts that stack's parts, never the shared stack.
 //
@@ -21,7 +21,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
-import { startWorkers, type Worker } from '../../src/delivery/workers.js';
+import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { localEndpoints, stackUp } from '../../src/stack/local-stack.js';
 import { eventually } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { inflateRawSync } from 'node:zlib';
 import { DOMParser } from '@xmldom/xmldom';
 import { SignedXml } from 'xml-crypto';
-import type { SpConfig } from '../../src/sso/saml/sp.js';
+import type { SpConfig } from '../../src/sso/saml/core/sp.js';
 
 const EMAIL_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
 const SUCCESS = 'urn:oasis:names:tc:SAML:2.0:status:Success';

@@ -7,10 +7,10 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { closeContext, createContext } from '../../src/app.js';
 import type { AppContext } from '../../src/context.js';
 import { buildServer } from '../../src/http/server.js';
-import { registerRoutes } from '../../src/http/routes.js';
+import { registerRoutes } from '../../src/routes.js';
 import { createLogger } from '../../src/lib/logger.js';
-import { startWorkers, type Worker } from '../../src/delivery/workers.js';
-import { createProject, issueOwnerToken, type Plan } from '../../src/management/projects.js';
+import { startWorkers, type Worker } from '../../src/delivery/index.js';
+import { createProject, issueOwnerToken, type Plan } from '../../src/projects/projects.js';
 import { createDatabase, dbUrl, dropDatabase, stack, uniqueName } from './env.js';
 
 export interface TestProject {

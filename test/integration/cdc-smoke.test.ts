@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel, type Consumer, type KafkaMessage } from 'kafkajs';
 import pg from 'pg';
-import { ConnectClient, connectorName, slotName } from '../../src/outbox/connector.js';
+import { ConnectClient } from '../../src/kafka/index.js';
+import { connectorName, slotName } from '../../src/outbox/index.js';
 import { disableOutbox, enableOutbox, type OutboxEnv } from '../../src/outbox/enable.js';
 import { createDatabase, dropDatabase, eventually, stack, uniqueName } from '../helpers/env.js';
 

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registry } from '../../src/lib/metrics.js';
 import { ConnectorSupervisor, restartBackoffMs } from '../../src/outbox/supervisor.js';
-import { slotName } from '../../src/outbox/connector.js';
+import { slotName } from '../../src/outbox/index.js';
 import { eventually, stack } from '../helpers/env.js';
 import { Receiver } from '../helpers/receiver.js';
 import { runAdmin } from '../helpers/delivery-tools.js';

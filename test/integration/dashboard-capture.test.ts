@@ -9,7 +9,7 @@
 // Content-Security-Policy violation occurs.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { slotName } from '../../src/outbox/connector.js';
+import { slotName } from '../../src/outbox/index.js';
 import { startDashboard, type Dashboard } from '../helpers/dashboard.js';
 import { eventually, stack } from '../helpers/env.js';
 

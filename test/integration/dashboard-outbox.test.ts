@@ -5,7 +5,7 @@
 // Screenshots go to docs/screenshots/ for the README.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordOperatorAudit } from '../../src/management/audit.js';
+import { recordOperatorAudit } from '../../src/projects/audit-log.js';
 import { startDashboard, type Dashboard } from '../helpers/dashboard.js';
 import { eventually } from '../helpers/env.js';
 import { Receiver } from '../helpers/receiver.js';

@@ -3,7 +3,7 @@
 // the service's origin and no Content-Security-Policy violation may occur. Screenshots go to
 // docs/screenshots/ for the README.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issueOwnerToken, revokeOwnerToken } from '../../src/management/projects.js';
+import { issueOwnerToken, revokeOwnerToken } from '../../src/projects/projects.js';
 import { startDashboard, type Dashboard } from '../helpers/dashboard.js';
 
 let d: Dashboard;

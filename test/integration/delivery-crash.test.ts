@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { repoRoot } from '../../src/config.js';
-import { startWorkers, dispatcherGroup, type Worker } from '../../src/delivery/workers.js';
+import { startWorkers, dispatcherGroup, type Worker } from '../../src/delivery/index.js';
 import { eventually, stack } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 import { Receiver } from '../helpers/receiver.js';

@@ -4,10 +4,10 @@
 // refuses our join with INCONSISTENT_GROUP_PROTOCOL, a non-retriable error.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PartitionAssigners, type Consumer } from 'kafkajs';
-import { callbacksGroup } from '../../src/delivery/callbacks.js';
-import { projectorGroup } from '../../src/delivery/projector.js';
-import { retryGroup } from '../../src/delivery/retry-consumer.js';
-import { dispatcherGroup, startWorkers, type Worker } from '../../src/delivery/workers.js';
+import { callbacksGroup } from '../../src/delivery/callbacks/consumer.js';
+import { projectorGroup } from '../../src/delivery/projection/projector.js';
+import { retryGroup } from '../../src/delivery/consume/retry-consumer.js';
+import { dispatcherGroup, startWorkers, type Worker } from '../../src/delivery/index.js';
 import { eventually } from '../helpers/env.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import { pino } from 'pino';
-import { startWorkers, type Worker } from '../../src/delivery/workers.js';
+import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { decodeEvent } from '../../src/delivery/events.js';
 import { eventually } from '../helpers/env.js';
 import { freePort, startTestService, type TestProject, type TestService } from '../helpers/service.js';
@@ -154,7 +154,7 @@ describe('delivery of base.http_request', () => {
     expect(receiver.to('/unknown-secret')).toHaveLength(0);
   });
 
-  it('classifies every status class as section 3 says', async () => {
+  it('classifies every status class as docs/delivery.md says', async () => {
     const expected: Record<number, string> = {
       200: 'delivered', 201: 'delivered', 204: 'delivered',
       301: 'dead', 302: 'dead', 307: 'dead',

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryAttempted, DeliveryEvent } from '../../src/delivery/events.js';
-import { applyEvents } from '../../src/delivery/projection.js';
+import { applyEvents } from '../../src/delivery/projection/fold.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const queued = (id: string, run = 1, at = 1): DeliveryEvent => ({

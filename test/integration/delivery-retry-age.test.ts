@@ -3,7 +3,7 @@
 // message taken only after its 24 h (the dispatcher was down) ends dead without a request.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { startWorkers, type Worker } from '../../src/delivery/workers.js';
+import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { eventually } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 import { ScriptedReceiver } from '../helpers/scripted-receiver.js';

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
-import { startWorkers, type Worker } from '../../src/delivery/workers.js';
+import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { eventually } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 import { Receiver, type Received } from '../helpers/receiver.js';

@@ -7,7 +7,7 @@ import { sendEmailMessage } from '../../src/delivery/channels/email.js';
 import { devMailSinkEnabled, startDevMailSink, type DevMailSink } from '../../src/email/dev-sink.js';
 import { closeEmailTransports } from '../../src/email/transport.js';
 import { buildServer } from '../../src/http/server.js';
-import { registerRoutes } from '../../src/http/routes.js';
+import { registerRoutes } from '../../src/routes.js';
 import { freePort, startTestService, type TestService } from '../helpers/service.js';
 
 describe('development mail sink', () => {

@@ -7,14 +7,14 @@ import tls from 'node:tls';
 import { once } from 'node:events';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fetch, request, type Dispatcher } from 'undici';
-import { makeAllowList } from '../../src/delivery/guard/address.js';
+import { makeAllowList } from '../../src/outbound/address.js';
 import {
   BlockedTargetError,
   createGuardedDispatcher,
   findBlockedTargetError,
   isBlockedTargetError,
   type GuardedDispatcherOptions,
-} from '../../src/delivery/guard/agent.js';
+} from '../../src/outbound/agent.js';
 
 let server: http.Server;
 let port: number;

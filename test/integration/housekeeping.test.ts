@@ -2,7 +2,7 @@
 // ones and unfinished callbacks, and only one process runs it at a time.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCallbacks } from '../../src/delivery/callbacks.js';
+import { startCallbacks } from '../../src/delivery/callbacks/consumer.js';
 import { encodeEvent } from '../../src/delivery/events.js';
 import { housekeep } from '../../src/delivery/housekeeping.js';
 import { eventually } from '../helpers/env.js';

@@ -5,7 +5,7 @@
 // connector with no write at all.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { slotName } from '../../src/outbox/connector.js';
+import { slotName } from '../../src/outbox/index.js';
 import { stopIdleConnector } from '../../src/outbox/idle-capture.js';
 import { eventually, stack } from '../helpers/env.js';
 import { Receiver } from '../helpers/receiver.js';

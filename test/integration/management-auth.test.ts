@@ -1,7 +1,7 @@
 // The authorization matrix of every Management API route (no token, malformed header, unknown
 // token, revoked token, another owner's token, the owner's token) and the plan rule for SMTP.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issueOwnerToken, revokeOwnerToken, setPlan } from '../../src/management/projects.js';
+import { issueOwnerToken, revokeOwnerToken, setPlan } from '../../src/projects/index.js';
 import { startTestService, type TestService, type TestProject } from '../helpers/service.js';
 
 const NO_WEBHOOK = '00000000-0000-4000-8000-000000000000';
@@ -32,6 +32,11 @@ const routes: Route[] = [
   { method: 'DELETE', path: (r) => `/v1/projects/${r}/smtp`, owner: [404, 'smtp_not_configured'] },
   { method: 'GET', path: (r) => `/v1/projects/${r}/audit`, owner: [200, null] },
   { method: 'POST', path: (r) => `/v1/projects/${r}/outbox/enable`, owner: [200, null] },
+  // the outbox deliveries and recovery routes are registered apart from the rest, with the same guard
+  { method: 'GET', path: (r) => `/v1/projects/${r}/outbox/deliveries?limit=x`, owner: [400, 'validation_failed'] },
+  { method: 'GET', path: (r) => `/v1/projects/${r}/outbox/deliveries/${NO_WEBHOOK}`, owner: [404, 'delivery_not_found'] },
+  { method: 'POST', path: (r) => `/v1/projects/${r}/outbox/deliveries/${NO_WEBHOOK}/retry`, owner: [404, 'delivery_not_found'] },
+  { method: 'POST', path: (r) => `/v1/projects/${r}/outbox/replay`, body: { status: 'delivered' }, owner: [400, 'validation_failed'] },
 ];
 
 describe('Management API authorization matrix', () => {
@@ -80,6 +85,14 @@ describe('Management API authorization matrix', () => {
       expect(a.status).toBe(r.owner[0]);
       if (r.owner[1]) expect(a.body.code).toBe(r.owner[1]);
     });
+  });
+
+  it('POST .../outbox/replay checks ownership before the body: a non-owner with a bad body gets 404, not 400', async () => {
+    for (const body of [{ status: 'delivered' }, { nonsense: true }, { since: 'yesterday' }]) {
+      const r = await svc.api(theirs.ownerToken, 'POST', `/v1/projects/${mine.ref}/outbox/replay`, body);
+      expect(r).toMatchObject({ status: 404, body: { code: 'project_not_found' } });
+      expect((await svc.api(mine.ownerToken, 'POST', `/v1/projects/${mine.ref}/outbox/replay`, body)).status).toBe(400);
+    }
   });
 
   it('GET /v1/projects: 401 without a valid token, only the caller\'s projects with one', async () => {

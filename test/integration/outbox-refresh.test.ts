@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
-import { ConnectClient, connectorName, renderConnectorConfig } from '../../src/outbox/connector.js';
+import { ConnectClient } from '../../src/kafka/index.js';
+import { connectorName, renderConnectorConfig } from '../../src/outbox/index.js';
 import { baseSchemaVersion, disableOutbox, enableOutbox, refreshOutbox, type OutboxEnv } from '../../src/outbox/enable.js';
 import { refreshEnabledOutboxes } from '../../src/outbox/service.js';
 import { createDatabase, dropDatabase, stack, uniqueName } from '../helpers/env.js';

@@ -1,5 +1,5 @@
 // OIDC sign-in end to end against real oidc-provider IdPs: domain routing and every branch of user
-// resolution in the order of spec section 5, through the service's public auth endpoints.
+// resolution in the order of docs/sso.md, through the service's public auth endpoints.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 import { authCall, exchangeCode, signInThrough, startOidcIdp, startSignIn, type OidcIdp } from '../helpers/oidc-idp.js';

@@ -1,9 +1,9 @@
 // What a delivery channel (webhook, http, email) provides to the dispatcher.
 import type { Dispatcher } from 'undici';
 import type { AppContext } from '../../context.js';
-import type { DeliveryDirectory } from '../directory.js';
+import type { DeliveryDirectory } from './send-config.js';
 import type { OutboxMessage } from '../message.js';
-import type { AttemptOutcome } from '../outcome.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
 
 export interface ChannelDeps {
   ctx: AppContext;

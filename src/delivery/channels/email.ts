@@ -2,8 +2,8 @@
 // base.send_email), through the project's SMTP or the platform default. The outcome mapping is in
 // src/email/outcome.ts and docs/email.md.
 import type { AppContext } from '../../context.js';
-import { deliverEmail } from '../../email/send.js';
-import type { AttemptOutcome } from '../outcome.js';
+import { deliverEmail } from '../../email/index.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
 
 export interface EmailMessage {
   id: string;

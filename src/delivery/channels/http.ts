@@ -5,9 +5,9 @@
 // is given), any other non-null JSON value is sent as JSON (application/json unless given), null
 // sends no body.
 import type { HttpPayload, OutboxMessage } from '../message.js';
-import { placeholderNames, scrub, substitute, substituteJson } from '../render.js';
-import { sendHttp, type OutboundRequest } from '../http-send.js';
-import type { AttemptOutcome } from '../outcome.js';
+import { placeholderNames, scrub, substitute, substituteJson } from './placeholders.js';
+import { sendHttp, type OutboundRequest } from './http-send.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
 import type { Channel, ChannelDeps } from './channel.js';
 
 export const httpChannel: Channel = {
@@ -42,7 +42,8 @@ export async function renderAndSend(
   const names = placeholderNames(written.url, written.headers, rawBody === undefined ? written.body : null);
   const secrets = names.length > 0 ? await deps.directory.secrets(msg.project, names) : new Map<string, string>();
   const unknown = names.find((n) => !secrets.has(n));
-  // Section 3: an unknown secret is "failed" (it may be created before the next attempt).
+  // An unknown secret is "failed" (it may be created before the next attempt): docs/delivery.md,
+  // Classification.
   if (unknown) return { outcome: 'failed', error: `unknown secret ${unknown}`, durationMs: 0 };
 
   const headers = substituteJson(written.headers, secrets) as Record<string, string>;

@@ -2,7 +2,7 @@
 // timeout, signing secrets — from the webhook as it is at send time, so an update applies to
 // messages already queued and a deleted webhook ends its messages dead without a request.
 import type { OutboxMessage, WebhookPayload } from '../message.js';
-import { RESERVED_HEADERS, signedHeaders } from '../signing.js';
+import { RESERVED_HEADERS, signedHeaders } from './signature.js';
 import type { Channel, ChannelDeps } from './channel.js';
 import { renderAndSend } from './http.js';
 

@@ -7,11 +7,12 @@ import * as client from 'openid-client';
 import { aad } from '../../lib/secret-box.js';
 import { sha256 } from '../../lib/tokens.js';
 import { ApiError } from '../../errors.js';
-import { mapOidcClaims } from '../attribute-mapping.js';
+import { refParams } from '../../http/index.js';
+import { mapOidcClaims } from '../sign-in/attribute-mapping.js';
 import { loadAuthProject } from '../auth-project.js';
-import { consumeFlow } from '../flows.js';
-import { getProvider } from '../provider-store.js';
-import { completeSignIn, failureRedirect } from '../sign-in.js';
+import { consumeFlow } from '../sign-in/flows.js';
+import { getProvider } from '../providers/store.js';
+import { completeSignIn, failureRedirect } from '../sign-in/complete.js';
 import type { FlowRow, ProviderRow, SsoContext } from '../types.js';
 import { configurationFor } from './discovery.js';
 import { oidcCallbackUrl, oidcSettings, openClientSecret } from './settings.js';
@@ -67,7 +68,7 @@ export function registerOidcCallback(app: FastifyInstance, ctx: SsoContext): voi
       schema: {
         tags: ['sso'],
         summary: 'OIDC redirect URI (the IdP sends the browser here)',
-        params: { type: 'object', required: ['ref'], properties: { ref: { type: 'string', pattern: '^[a-z][a-z0-9-]{2,39}$' } } },
+        params: refParams,
         // The parameters are the IdP's (code, state, iss, error... and vendor extras such as
         // session_state); openid-client validates them, so unknown ones are let through here.
         querystring: { type: 'object', additionalProperties: { type: 'string' }, properties: { state: { type: 'string', maxLength: 512 } } },

@@ -43,8 +43,8 @@ export async function discover(ctx: Pick<SsoContext, 'cfg'>, issuer: string, cli
     }
     throw new ApiError('oidc_discovery_failed', `OIDC discovery failed for ${issuer}: ${reason(err)}.`);
   }
-  // Client authentication is by client secret (spec 5); Basic is the OIDC default, Post when the
-  // provider only supports that.
+  // Client authentication is by client secret (private_key_jwt is not supported: docs/sso.md);
+  // Basic is the OIDC default, Post when the provider only supports that.
   const methods = config.serverMetadata().token_endpoint_auth_methods_supported;
   if (methods && !methods.includes('client_secret_basic')) {
     if (!methods.includes('client_secret_post')) {

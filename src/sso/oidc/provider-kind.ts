@@ -41,7 +41,8 @@ export const oidcKind: ProviderKind = {
     const issuer = checkIssuer(ctx, input.issuer ?? existing!.issuer!);
     const clientId = input.client_id ?? existing!.client_id!;
     const secret = input.client_secret ?? openClientSecret(ctx, existing!);
-    // Saving runs discovery (spec 2.1); a PATCH that leaves the issuer alone does not need to reach the IdP.
+    // Saving runs discovery (docs/sso.md); a PATCH that leaves the issuer alone does not need to
+    // reach the IdP.
     if (input.issuer !== undefined || !existing) await discover(ctx, issuer, clientId, secret);
     return {
       issuer,

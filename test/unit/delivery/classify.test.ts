@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { classifyStatus, parseRetryAfter } from '../../../src/delivery/classify.js';
-import { classifyError } from '../../../src/delivery/http-send.js';
-import { BlockedTargetError } from '../../../src/delivery/guard/agent.js';
+import { classifyStatus, parseRetryAfter } from '../../../src/delivery/channels/status-classes.js';
+import { classifyError } from '../../../src/delivery/channels/http-send.js';
+import { BlockedTargetError } from '../../../src/outbound/agent.js';
 
-describe('classifyStatus (spec section 3)', () => {
+describe('classifyStatus (docs/delivery.md, Classification)', () => {
   it.each([
     [200, 'delivered'], [201, 'delivered'], [204, 'delivered'], [299, 'delivered'],
     [301, 'dead'], [302, 'dead'], [304, 'dead'], [307, 'dead'], [308, 'dead'],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { Limiter, PartitionTracker } from '../../../src/delivery/offsets.js';
+import { Limiter, PartitionTracker } from '../../../src/delivery/consume/offsets.js';
 
 describe('PartitionTracker', () => {
   it('commits only up to the oldest unfinished offset', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeEvent, encodeEvent, type DeliveryAttempted, type DeliveryEvent } from '../../../src/delivery/events.js';
-import { fold } from '../../../src/delivery/projection.js';
+import { fold } from '../../../src/delivery/projection/fold.js';
 
 const common = { message_id: '0b9f1a4e-6a1e-4c59-9a7f-3a8d2f0c1e55', project: 'p', kind: 'http', run: 1, webhook_id: null, target: 'https://x/{{secret:A}}', method: 'POST', callback_function: null, message_created_at: 1_700_000_000_123_456 };
 const attempted = (attempt: number, outcome: DeliveryAttempted['outcome'], finishedAt = 2 + attempt, run = 1): DeliveryEvent => ({

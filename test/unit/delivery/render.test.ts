@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { placeholderNames, scrub, substitute, substituteJson, UnknownSecretError } from '../../../src/delivery/render.js';
+import { placeholderNames, scrub, substitute, substituteJson, UnknownSecretError } from '../../../src/delivery/channels/placeholders.js';
 
 const secrets = new Map([['TOKEN', 'abc"def/ghi'], ['X', 'v']]);
 

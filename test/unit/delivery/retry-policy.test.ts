@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { topicNames } from '../../../src/kafka/topics.js';
-import { MAX_RETRY_WAIT_MS, isExpired, planRetry, schedule } from '../../../src/delivery/retry-policy.js';
+import { MAX_RETRY_WAIT_MS, isExpired, planRetry, schedule } from '../../../src/delivery/retry/policy.js';
 import type { OutboxMessage } from '../../../src/delivery/message.js';
-import { callbackStatement } from '../../../src/delivery/callback-call.js';
+import { callbackStatement } from '../../../src/delivery/callbacks/call.js';
 
 const H = 3_600_000;
 const cfg = (env: Record<string, string> = {}) => loadConfig({ APP_ENV: 'test', MASTER_KEY: Buffer.alloc(32, 1).toString('base64'), ...env });

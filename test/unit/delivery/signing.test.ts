@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { signedHeaders } from '../../../src/delivery/signing.js';
+import { signedHeaders } from '../../../src/delivery/channels/signature.js';
 
 const secret = (b: number) => `whsec_${Buffer.alloc(32, b).toString('base64')}`;
 

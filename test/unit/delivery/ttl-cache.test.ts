@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TtlCache } from '../../../src/delivery/ttl-cache.js';
+import { TtlCache } from '../../../src/lib/ttl-cache.js';
 
 describe('TtlCache', () => {
   it('loads missing keys in one call, shares concurrent loads and caches misses', async () => {

@@ -1,6 +1,6 @@
 // The SMTP outcome mapping, case by case, on the error shapes nodemailer produces.
 import { describe, expect, it } from 'vitest';
-import { BlockedTargetError } from '../../../src/delivery/guard/agent.js';
+import { BlockedTargetError } from '../../../src/outbound/agent.js';
 import { acceptedVerdict, classifySendError } from '../../../src/email/outcome.js';
 
 const smtpError = (code: string, response?: string, extra: object = {}) => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { topicNames } from '../../../src/kafka/topics.js';
-import { renderConnectorConfig, slotName } from '../../../src/outbox/connector.js';
+import { renderConnectorConfig, slotName } from '../../../src/outbox/index.js';
 
 describe('topic names', () => {
   it('derive one retry topic per delay, a dead topic and an events topic from the prefix', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyAddress, makeAllowList, vetAddress } from '../../../src/delivery/guard/address.js';
+import { classifyAddress, makeAllowList, vetAddress } from '../../../src/outbound/address.js';
 
 describe('classifyAddress', () => {
   it.each([

@@ -2,13 +2,13 @@ import type { LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request, type Dispatcher } from 'undici';
-import { makeAllowList } from '../../../src/delivery/guard/address.js';
+import { makeAllowList } from '../../../src/outbound/address.js';
 import {
   BlockedTargetError,
   createGuardedDispatcher,
   findBlockedTargetError,
   isBlockedTargetError,
-} from '../../../src/delivery/guard/agent.js';
+} from '../../../src/outbound/agent.js';
 
 describe('isBlockedTargetError', () => {
   const blocked = new BlockedTargetError('hooks.example.com', '10.0.0.1', 'private');

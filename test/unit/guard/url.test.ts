@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { makeAllowList } from '../../../src/delivery/guard/address.js';
-import { checkUrlLiteral } from '../../../src/delivery/guard/url.js';
+import { makeAllowList } from '../../../src/outbound/address.js';
+import { checkUrlLiteral } from '../../../src/outbound/url.js';
 
 const none = makeAllowList([]);
 const dev = makeAllowList(['127.0.0.0/8', '::1/128', '10.0.0.0/8']);

@@ -1,6 +1,6 @@
 // The webhook input checks that a JSON schema cannot express, without I/O.
 import { describe, expect, it } from 'vitest';
-import { makeAllowList } from '../../../src/delivery/guard/address.js';
+import { makeAllowList } from '../../../src/outbound/address.js';
 import { checkHeaders, checkWebhookUrl, parseTableName } from '../../../src/management/webhook-input.js';
 
 const none = makeAllowList([]);

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { verifyResponseXml, verifySamlResponse } from '../../../src/sso/saml/acs.js';
-import { parseIdpMetadata } from '../../../src/sso/saml/metadata.js';
+import { verifyResponseXml, verifySamlResponse } from '../../../src/sso/saml/core/verify-response.js';
+import { parseIdpMetadata } from '../../../src/sso/saml/core/metadata.js';
 import { TestIdp, testKeys, type ResponseOptions } from '../../helpers/saml-idp.js';
 import { b64, expectations, requestId, responseOptions, sp, testIdp, userEmail, warmUpSchemaValidator } from './context.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { VerifiedAssertion } from '../../../src/sso/saml/acs.js';
-import { mapSamlAttributes } from '../../../src/sso/saml/attributes.js';
+import type { VerifiedAssertion } from '../../../src/sso/saml/core/verify-response.js';
+import { mapSamlAttributes } from '../../../src/sso/saml/core/attributes.js';
 
 const assertion = (attributes: Record<string, string[]>, nameId = 'alice@corp.example'): VerifiedAssertion => ({
   responseId: '_r',
@@ -12,7 +12,7 @@ const assertion = (attributes: Record<string, string[]>, nameId = 'alice@corp.ex
   notOnOrAfter: new Date(),
 });
 
-describe('mapSamlAttributes (spec 2.2 SAML defaults)', () => {
+describe('mapSamlAttributes (SAML defaults)', () => {
   it('takes email from the email attribute and composes name from givenName and surname', () => {
     const a = assertion({ email: [' Alice.L@Corp.example '], givenName: ['Alice'], surname: ['Liddell'], displayName: ['Ali'] });
     expect(mapSamlAttributes(a)).toEqual({ email: 'Alice.L@Corp.example', name: 'Alice Liddell', first_name: 'Alice', last_name: 'Liddell', extra: {} });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { toClaims } from '../../../src/sso/saml-acs.js';
-import type { VerifiedAssertion } from '../../../src/sso/saml/index.js';
+import { toClaims } from '../../../src/sso/saml/acs.js';
+import type { VerifiedAssertion } from '../../../src/sso/saml/core/index.js';
 
 const assertion = (attributes: Record<string, string[]>, nameId = 'Alice@Corp.Example'): VerifiedAssertion => ({
   responseId: '_r',
@@ -26,7 +26,7 @@ describe('SAML assertion → sign-in claims', () => {
     expect(toClaims(assertion(attrs), { email_verified: 'constructor', image: 'toString' })).toMatchObject({ email_verified: false, image: null });
   });
 
-  it('uses the SAML defaults of spec 2.2 for names and copies extra', () => {
+  it('uses the SAML defaults for names and copies extra', () => {
     const c = toClaims(assertion({ givenName: ['Alice'], surname: ['Liddell'], groups: ['a', 'b'] }), { extra: { groups: 'groups' } });
     expect(c).toMatchObject({ name: 'Alice Liddell', first_name: 'Alice', last_name: 'Liddell', extra: { groups: ['a', 'b'] } });
   });

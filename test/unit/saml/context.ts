@@ -1,8 +1,8 @@
 // Shared cast for the SAML unit tests: one SP, one test IdP publishing the primary key, and the
 // expectations an ACS handler would pass for a pending request.
-import { parseIdpMetadata } from '../../../src/sso/saml/metadata.js';
-import type { AcsExpectations } from '../../../src/sso/saml/acs.js';
-import { assertSchemaValid } from '../../../src/sso/saml/schema.js';
+import { parseIdpMetadata } from '../../../src/sso/saml/core/metadata.js';
+import type { AcsExpectations } from '../../../src/sso/saml/core/verify-response.js';
+import { assertSchemaValid } from '../../../src/sso/saml/core/schema.js';
 import { TestIdp, type ResponseOptions } from '../../helpers/saml-idp.js';
 
 export const sp = { entityId: 'https://auth.example.com/sso/saml/metadata/p1', acsUrl: 'https://auth.example.com/sso/saml/acs/p1' };

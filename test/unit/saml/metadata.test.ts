@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseIdpMetadata } from '../../../src/sso/saml/metadata.js';
+import { parseIdpMetadata } from '../../../src/sso/saml/core/metadata.js';
 import { TestIdp, testKeys } from '../../helpers/saml-idp.js';
 
 const failsWith = (xml: string, code: string, reason: RegExp) =>

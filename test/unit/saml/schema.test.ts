@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { assertSchemaValid } from '../../../src/sso/saml/schema.js';
+import { assertSchemaValid } from '../../../src/sso/saml/core/schema.js';
 import { responseOptions, testIdp } from './context.js';
 
 describe('assertSchemaValid', () => {

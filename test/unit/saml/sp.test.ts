@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DOMParser } from '@xmldom/xmldom';
-import { buildAuthnRequestRedirect, spMetadataXml } from '../../../src/sso/saml/sp.js';
+import { buildAuthnRequestRedirect, spMetadataXml } from '../../../src/sso/saml/core/sp.js';
 import { readAuthnRequest } from '../../helpers/saml-idp.js';
 import { idpMetadata, sp } from './context.js';
 

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SignedXml } from 'xml-crypto';
 import { DOMParser } from '@xmldom/xmldom';
-import { verifyResponseXml, verifySamlResponse } from '../../../src/sso/saml/acs.js';
+import { verifyResponseXml, verifySamlResponse } from '../../../src/sso/saml/core/verify-response.js';
 import { testKeys, type SignMode } from '../../helpers/saml-idp.js';
 import { b64, expectations, responseOptions, testIdp, userEmail, warmUpSchemaValidator } from './context.js';
 import { applyXsw, naiveNameId, XSW_VARIANTS, type XswVariant } from './xsw.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { candidateDomains, emailDomain, mostSpecific, normalizeDomain } from '../../../src/sso/domain-routing.js';
+import { candidateDomains, emailDomain, mostSpecific, normalizeDomain } from '../../../src/sso/sign-in/domain-routing.js';
 
 describe('normalizeDomain', () => {
   it('lower-cases and drops a trailing dot', () => {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { mapOidcClaims } from '../../../src/sso/attribute-mapping.js';
-import { normalizeChallengeMethod, verifyCodeVerifier } from '../../../src/sso/pkce.js';
-import { initialUserMetadata } from '../../../src/sso/user-resolution.js';
+import { mapOidcClaims } from '../../../src/sso/sign-in/attribute-mapping.js';
+import { normalizeChallengeMethod, verifyCodeVerifier } from '../../../src/sso/sign-in/pkce.js';
+import { initialUserMetadata } from '../../../src/sso/sign-in/user-resolution.js';
 
 describe('PKCE', () => {
   const verifier = 'a'.repeat(20) + '-._~' + 'B'.repeat(30);

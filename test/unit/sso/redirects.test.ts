@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isAllowedRedirect, resolveRedirect, withQuery } from '../../../src/sso/redirects.js';
+import { isAllowedRedirect, resolveRedirect, withQuery } from '../../../src/sso/sign-in/redirects.js';
 
 const policy = { site_url: 'https://app.example.com/portal', additional_redirect_urls: ['https://admin.example.com/cb', 'https://*.preview.example.com/**', 'http://localhost:5173/*'] };
 

@@ -1,7 +1,7 @@
 // The audit trail: every change made through the Management API, newest first (never a secret value).
 import { useEffect } from 'preact/hooks';
 import { api, seg } from '../api';
-import type { SectionProps } from './project';
+import type { SectionProps } from './section';
 import type { AuditEntry } from '../types';
 import { Empty, Failure, Loading, when } from '../ui/feedback';
 import { Pager, usePager } from '../ui/pager';

@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, seg } from '../api';
 import { href } from '../router';
-import type { SectionProps } from './project';
+import type { SectionProps } from './section';
 import type { Delivery, DeliveryPage } from '../types';
 import { Empty, Failure, Loading } from '../ui/feedback';
 import { Select } from '../ui/form';

@@ -1,6 +1,6 @@
 // What a client needs to talk to the project (URL, anon key), what its plan includes, how its
 // changes are captured into the outbox, its sign-in settings and its access-token signing keys.
-import type { SectionProps } from './project';
+import type { SectionProps } from './section';
 import { CopyField } from '../ui/copy-field';
 import { Badge, when } from '../ui/feedback';
 import { AuthSettings } from './auth-settings';

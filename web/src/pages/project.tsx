@@ -4,6 +4,7 @@ import { href, type Route, type Section } from '../router';
 import type { Project } from '../types';
 import { Failure, Loading } from '../ui/feedback';
 import { useResource } from '../ui/use-resource';
+import type { SectionProps } from './section';
 import { Overview } from './overview';
 import { Providers } from './providers';
 import { Webhooks } from './webhooks';
@@ -23,11 +24,6 @@ const labels: Record<Section, string> = {
   users: 'Users',
   audit: 'Audit trail',
 };
-
-export interface SectionProps {
-  project: Project;
-  id?: string;
-}
 
 export function ProjectPage({ route }: { route: Extract<Route, { page: 'project' }> }) {
   const project = useResource<Project>(`projects/${encodeURIComponent(route.ref)}`);

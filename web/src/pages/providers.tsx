@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { seg } from '../api';
 import { href, navigate } from '../router';
-import type { SectionProps } from './project';
+import type { SectionProps } from './section';
 import type { Provider } from '../types';
 import { Badge, Empty, Failure, Loading, PlanLimit } from '../ui/feedback';
 import { Dialog } from '../ui/dialog';

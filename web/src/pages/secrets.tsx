@@ -1,7 +1,7 @@
 // Secrets: names and dates only. Values are write-only: typed here, sent once, never shown.
 import { useState } from 'preact/hooks';
 import { api, seg } from '../api';
-import type { SectionProps } from './project';
+import type { SectionProps } from './section';
 import type { Secret } from '../types';
 import { Empty, ErrorNote, Failure, Loading, Notice, when } from '../ui/feedback';
 import { ConfirmDelete } from '../ui/dialog';

@@ -1,7 +1,7 @@
 // The project's own SMTP server for mail from SQL (base.send_email). The password is write-only.
 import { useEffect, useState } from 'preact/hooks';
 import { api, seg } from '../api';
-import type { SectionProps } from './project';
+import type { SectionProps } from './section';
 import type { Smtp } from '../types';
 import { ErrorNote, Failure, Loading, Notice, PlanLimit, when } from '../ui/feedback';
 import { ConfirmDelete } from '../ui/dialog';

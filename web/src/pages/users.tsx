@@ -1,7 +1,7 @@
 // The project's users (those SSO signs in): create, ban and unban, delete.
 import { useState } from 'preact/hooks';
 import { api, seg } from '../api';
-import type { SectionProps } from './project';
+import type { SectionProps } from './section';
 import type { User, UserPage } from '../types';
 import { Badge, Empty, ErrorNote, Failure, Loading, Notice, when } from '../ui/feedback';
 import { Confirm, ConfirmDelete } from '../ui/dialog';

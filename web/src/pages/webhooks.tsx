@@ -1,7 +1,7 @@
 // Database webhooks: create (the signing secret is shown once), edit, rotate the secret, delete.
 import { useState } from 'preact/hooks';
 import { api, seg } from '../api';
-import type { SectionProps } from './project';
+import type { SectionProps } from './section';
 import type { Webhook } from '../types';
 import { Badge, Empty, ErrorNote, Failure, Loading, Notice, when } from '../ui/feedback';
 import { Confirm, ConfirmDelete, Dialog } from '../ui/dialog';

@@ -1,0 +1,117 @@
+// One attempt of one message, from "taken" to "recorded":
+//
+//   1. describe the target (URL as written, or recipient); if the first attempt of a run is still
+//      running after PENDING_AFTER_MS, publish DeliveryQueued, which makes the delivery visible as
+//      `pending` (not awaited; a late one cannot undo the outcome: the projection only moves
+//      forward). Most attempts finish sooner, and their outcome is their only event: one event per
+//      message instead of two (docs/benchmark.md, tuning log).
+//   2. the channel makes the attempt and classifies it (never throws for the target's fault)
+//   3. a failed outcome goes to ladder.onFailed, a dead one to ladder.onDead (the issue-5 seam)
+//   4. DeliveryAttempted is published and the ledger row written (OutcomeRecorder)
+// Only when process() resolves may the dispatcher commit the record's offset.
+import type { Dispatcher } from 'undici';
+import type { AppContext } from '../../context.js';
+import { channels } from '../channels/registry.js';
+import type { ChannelDeps, DeliveryTarget } from '../channels/channel.js';
+import type { DeliveryDirectory } from '../channels/send-config.js';
+import { encodeEvent, type DeliveryAttempted } from '../events.js';
+import type { LadderDecision, RetryLadder } from '../retry/ladder.js';
+import { callbackOf, isoToMicros, type OutboxMessage } from '../message.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
+import type { OutcomeRecorder } from './recorder.js';
+import { deliveryAttempts, deliveryAttemptSeconds, deliveryLatencySeconds } from '../../lib/metrics.js';
+
+/** How long a first attempt runs before its delivery is shown as `pending`. */
+export const PENDING_AFTER_MS = 1000;
+
+export interface PipelineDeps {
+  ctx: AppContext;
+  directory: DeliveryDirectory;
+  http: Dispatcher;
+  recorder: OutcomeRecorder;
+  ladder: RetryLadder;
+}
+
+export class AttemptPipeline {
+  readonly #channelDeps: ChannelDeps;
+
+  constructor(private readonly deps: PipelineDeps) {
+    this.#channelDeps = { ctx: deps.ctx, directory: deps.directory, http: deps.http };
+  }
+
+  async process(msg: OutboxMessage): Promise<void> {
+    const { ctx, recorder, ladder } = this.deps;
+    const channel = channels[msg.kind];
+    const createdAt = isoToMicros(msg.firstCreatedAt) ?? Date.now() * 1000;
+    const target = await channel.describe(msg, this.#channelDeps).catch((): DeliveryTarget => ({ target: '(unknown)', method: null, webhookId: null }));
+    const common = {
+      message_id: msg.id,
+      project: msg.project,
+      kind: msg.kind,
+      run: msg.run,
+      webhook_id: target.webhookId,
+      target: target.target,
+      method: target.method,
+      callback_function: callbackOf(msg),
+      message_created_at: createdAt,
+    };
+    const startedAt = Date.now();
+    const pending =
+      msg.attempt === 1
+        ? setTimeout(() => {
+            recorder
+              .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: startedAt } })])
+              .catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state failed'));
+          }, PENDING_AFTER_MS)
+        : undefined;
+    let outcome: AttemptOutcome;
+    try {
+      outcome = ladder.beforeAttempt?.(msg) ?? (await channel.attempt(msg, this.#channelDeps));
+    } catch (err) {
+      // A bug or an unavailable control DB, not the target's fault: retryable.
+      ctx.log.error({ err, message: msg.id, project: msg.project }, 'delivery attempt crashed');
+      outcome = { outcome: 'failed', error: 'internal error during the attempt', durationMs: Date.now() - startedAt };
+    } finally {
+      clearTimeout(pending);
+    }
+    const finishedAt = Date.now();
+    deliveryAttempts.inc({ kind: msg.kind, outcome: outcome.outcome });
+    deliveryAttemptSeconds.observe({ kind: msg.kind, outcome: outcome.outcome }, Math.max(0, outcome.durationMs) / 1000);
+    if (msg.attempt === 1 && msg.run === 1) deliveryLatencySeconds.observe({ kind: msg.kind }, Math.max(0, finishedAt - createdAt / 1000) / 1000);
+
+    let decision: LadderDecision | { final: true; status: 'delivered' };
+    if (outcome.outcome === 'failed') decision = await ladder.onFailed(msg, outcome);
+    else {
+      if (outcome.outcome === 'dead') await ladder.onDead(msg, outcome);
+      decision = { final: true, status: outcome.outcome };
+    }
+
+    const event: DeliveryAttempted = {
+      ...common,
+      attempt: msg.attempt,
+      outcome: outcome.outcome,
+      status: decision.status,
+      final: decision.final,
+      http_status: outcome.httpStatus ?? null,
+      smtp_code: outcome.smtpCode ?? null,
+      error: outcome.error ?? null,
+      response_body: outcome.responseBody ?? null,
+      retry_after_ms: outcome.retryAfterMs ?? null,
+      next_attempt_at: 'nextAttemptAt' in decision ? (decision.nextAttemptAt ?? null) : null,
+      started_at: startedAt,
+      finished_at: finishedAt,
+      duration_ms: Math.max(0, Math.round(outcome.durationMs)),
+    };
+    await recorder.record([encodeEvent({ type: 'DeliveryAttempted', data: event })], {
+      messageId: msg.id,
+      run: msg.run,
+      attempt: msg.attempt,
+      outcome: outcome.outcome,
+      final: decision.final,
+    });
+    ctx.log.debug(
+      { message: msg.id, project: msg.project, kind: msg.kind, run: msg.run, attempt: msg.attempt, outcome: outcome.outcome, status: outcome.httpStatus, error: outcome.error, ms: event.duration_ms },
+      'delivery attempt recorded',
+    );
+  }
+}

@@ -1,0 +1,69 @@
+// One call of a callback function in the project's database, as role base_callback:
+//
+//   begin; set local statement_timeout = …; set local role base_callback;
+//   select "schema"."fn"($1::jsonb); commit
+//
+// The name comes from SQL (base._check_callback already refused anything but schema.fn of plain
+// identifiers) but is checked again here and each part quoted, so no string reaches the statement
+// unquoted. Plain identifiers in SQL fold to lower case, so `Public.OnDone` names public.ondone —
+// the same function the caller would reach by writing the name unquoted.
+import pg from 'pg';
+import type { Pool } from '../../db/index.js';
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
+
+export function callbackStatement(name: string): string | null {
+  const parts = name.split('.');
+  if (parts.length !== 2 || !parts.every((p) => IDENT.test(p))) return null;
+  const [schema, fn] = parts.map((p) => pg.escapeIdentifier(p.toLowerCase()));
+  return `select ${schema}.${fn}($1::jsonb)`;
+}
+
+export interface CallbackPayload {
+  id: string;
+  status: 'delivered' | 'dead';
+  delivered: boolean;
+  body: string | null;
+  error: string | null;
+  attempts: number;
+}
+
+/** Calls the function; rejects with a readable reason (recorded on the delivery) when it fails. */
+export async function callCallback(pool: Pool, name: string, payload: CallbackPayload, timeoutMs: number): Promise<void> {
+  const sql = callbackStatement(name);
+  if (!sql) throw new Error(`callback_function "${name}" is not schema.function`);
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    await client.query(`set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+    await client.query('set local role base_callback');
+    await client.query(sql, [JSON.stringify(payload)]);
+    await client.query('commit');
+  } catch (err) {
+    await client.query('rollback').catch(() => {});
+    throw new Error(describe(err, name));
+  } finally {
+    client.release();
+  }
+}
+
+function describe(err: unknown, name: string): string {
+  const e = err as { code?: string; message?: string };
+  const detail = (e.message ?? String(err)).slice(0, 500);
+  switch (e.code) {
+    case '42883':
+      return `callback function ${name}(jsonb) does not exist`;
+    case '3F000':
+      return `callback function ${name}: schema does not exist`;
+    case '42501':
+      return `permission denied: grant usage on the schema and execute on ${name}(jsonb) to base_callback (${detail})`;
+    case '57014':
+      return `callback ${name} ran longer than CALLBACK_TIMEOUT`;
+    case '22023':
+    case '42704':
+      if (/base_callback/.test(detail)) return `role base_callback is not usable by the service's database user (${detail})`;
+      return `callback ${name} failed: ${detail}`;
+    default:
+      return e.code ? `callback ${name} raised: ${detail}` : `callback ${name} could not be called: ${detail}`;
+  }
+}

@@ -1,0 +1,95 @@
+// One HTTP attempt through the guarded undici dispatcher: no redirects followed, the whole exchange
+// (connect, headers, body) bounded by the message's timeout, the response body read only up to
+// RESPONSE_BODY_LIMIT, and every failure turned into an AttemptOutcome rather than thrown.
+import { errors as undiciErrors, request, type Dispatcher } from 'undici';
+import { classifyStatus, parseRetryAfter } from './status-classes.js';
+import { findBlockedTargetError } from '../../outbound/index.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
+
+export interface OutboundRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+export interface SendOptions {
+  dispatcher: Dispatcher;
+  timeoutMs: number;
+  bodyLimit: number;
+}
+
+export const USER_AGENT = 'integrations-outbox/1.0';
+
+export async function sendHttp(req: OutboundRequest, opts: SendOptions): Promise<AttemptOutcome> {
+  const started = performance.now();
+  const took = () => Math.round(performance.now() - started);
+  let url: URL;
+  try {
+    url = new URL(req.url);
+  } catch {
+    return { outcome: 'dead', error: 'invalid URL', durationMs: took() };
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    return { outcome: 'dead', error: `invalid URL: scheme ${url.protocol} is not allowed`, durationMs: took() };
+  }
+  const signal = AbortSignal.timeout(opts.timeoutMs);
+  try {
+    const res = await request(url, {
+      method: req.method as Dispatcher.HttpMethod,
+      headers: { 'user-agent': USER_AGENT, ...req.headers },
+      body: req.body,
+      dispatcher: opts.dispatcher,
+      signal,
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+    });
+    const responseBody = await readLimited(res.body, opts.bodyLimit);
+    const outcome: AttemptOutcome = { outcome: classifyStatus(res.statusCode), httpStatus: res.statusCode, durationMs: took() };
+    if (responseBody) outcome.responseBody = responseBody;
+    if (outcome.outcome !== 'delivered') {
+      outcome.error = res.statusCode >= 300 && res.statusCode < 400 ? `HTTP ${res.statusCode} (redirects are not followed)` : `HTTP ${res.statusCode}`;
+      const retryAfter = parseRetryAfter(res.headers['retry-after']);
+      if (retryAfter !== undefined) outcome.retryAfterMs = retryAfter;
+    }
+    return outcome;
+  } catch (err) {
+    return { ...classifyError(err, opts.timeoutMs, signal), durationMs: took() };
+  }
+}
+
+/** A transport-level failure: blocked target and unsendable requests are dead, the rest failed. */
+export function classifyError(err: unknown, timeoutMs: number, signal?: AbortSignal): Pick<AttemptOutcome, 'outcome' | 'error'> {
+  const blocked = findBlockedTargetError(err);
+  if (blocked) return { outcome: 'dead', error: `blocked target: ${blocked.message}` };
+  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  if (signal?.aborted || e.name === 'TimeoutError' || e instanceof undiciErrors.HeadersTimeoutError || e instanceof undiciErrors.BodyTimeoutError) {
+    return { outcome: 'failed', error: `timeout after ${timeoutMs} ms` };
+  }
+  // A header value or method undici refuses to put on the wire: resending will not change it.
+  if (e instanceof undiciErrors.InvalidArgumentError || e.code === 'ERR_INVALID_CHAR' || e.code === 'ERR_INVALID_HTTP_TOKEN') {
+    return { outcome: 'dead', error: `invalid request: ${e.message}` };
+  }
+  const code = e.code ?? e.cause?.code;
+  return { outcome: 'failed', error: `network error${code ? ` ${code}` : ''}: ${e.message ?? String(err)}` };
+}
+
+async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
+  if (limit === 0) {
+    await body.dump();
+    return '';
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const b = chunk as Buffer;
+    chunks.push(b);
+    size += b.length;
+    // Stop reading: the rest is not kept, and a huge or endless body must not hold the attempt.
+    if (size >= limit) break;
+  }
+  if (size >= limit) body.destroy();
+  // Cut at the limit, then drop a possibly split multi-byte character at the end.
+  // NUL cannot be stored in a Postgres text column; it is not worth keeping from a response body.
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8').replace(/\uFFFD$/, '').replace(/\u0000/g, '');
+}

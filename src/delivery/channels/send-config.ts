@@ -1,0 +1,85 @@
+// What the dispatcher reads from the control database at send time: a webhook's current URL,
+// headers, timeout and signing secrets, and a project's secret values. Both go through a cache of
+// DELIVERY_CONFIG_TTL (default 1 s): an update or deletion reaches queued messages at most one TTL
+// later, and a burst of messages for one webhook costs one query per TTL instead of one each.
+// Decrypted values live only in this process's memory.
+import type { AppContext } from '../../context.js';
+import { aad } from '../../lib/secret-box.js';
+import { TtlCache } from '../../lib/ttl-cache.js';
+
+export interface WebhookConfig {
+  id: string;
+  project: string;
+  url: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  enabled: boolean;
+  /** every secret that signs now: the current one and rotated-out ones still in their grace period */
+  signingSecrets: string[];
+}
+
+type Ctx = Pick<AppContext, 'db' | 'box' | 'cfg'>;
+
+export class DeliveryDirectory {
+  readonly #webhooks: TtlCache<WebhookConfig>;
+  readonly #secrets: TtlCache<string>;
+
+  constructor(private readonly ctx: Ctx) {
+    this.#webhooks = new TtlCache(ctx.cfg.DELIVERY_CONFIG_TTL);
+    this.#secrets = new TtlCache(ctx.cfg.DELIVERY_CONFIG_TTL);
+  }
+
+  /** Webhook configurations by id; a deleted (or foreign) webhook maps to null. */
+  webhooks(ids: string[]): Promise<Map<string, WebhookConfig | null>> {
+    return this.#webhooks.getMany(ids.filter(isUuid), (missing) => this.#loadWebhooks(missing));
+  }
+
+  async webhook(project: string, id: string): Promise<WebhookConfig | null> {
+    if (!isUuid(id)) return null;
+    const w = (await this.webhooks([id])).get(id) ?? null;
+    return w && w.project === project ? w : null;
+  }
+
+  /** The values of the named secrets of a project that exist; unknown names are simply absent. */
+  async secrets(project: string, names: string[]): Promise<Map<string, string>> {
+    const found = await this.#secrets.getMany(
+      names.map((n) => `${project}\u0000${n}`),
+      async (missing) => {
+        const wanted = missing.map((k) => k.split('\u0000')[1]);
+        const r = await this.ctx.db.query('select name, value_enc from secrets where project_ref = $1 and name = any($2)', [project, wanted]);
+        return new Map(r.rows.map((row) => [`${project}\u0000${row.name}`, this.ctx.box.open(row.value_enc, aad.secret(project, row.name))]));
+      },
+    );
+    const out = new Map<string, string>();
+    for (const [k, v] of found) if (v !== null) out.set(k.split('\u0000')[1], v);
+    return out;
+  }
+
+  async #loadWebhooks(ids: string[]): Promise<Map<string, WebhookConfig>> {
+    const r = await this.ctx.db.query(
+      `select w.id, w.project_ref, w.url, w.headers, w.timeout_ms, w.enabled,
+              coalesce(array_agg(s.secret_enc order by s.created_at desc) filter (where s.id is not null), '{}') as secrets
+         from webhooks w
+         left join webhook_signing_secrets s on s.webhook_id = w.id and (s.expires_at is null or s.expires_at > now())
+        where w.id = any($1::uuid[])
+        group by w.id`,
+      [ids],
+    );
+    return new Map(
+      r.rows.map((row) => [
+        row.id,
+        {
+          id: row.id,
+          project: row.project_ref,
+          url: row.url,
+          headers: row.headers ?? {},
+          timeoutMs: row.timeout_ms,
+          enabled: row.enabled,
+          signingSecrets: (row.secrets as Buffer[]).map((enc) => this.ctx.box.open(enc, aad.signingSecret(row.id))),
+        },
+      ]),
+    );
+  }
+}
+
+const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);

@@ -1,0 +1,207 @@
+// The dispatch consumer: a kafkajs consumer group that makes delivery attempts (the dispatcher role
+// runs one on the outbox topic, and one with a due gate on the retry topics: retry-consumer.ts).
+//
+// eachBatch starts an attempt per record (bounded by DISPATCH_CONCURRENCY per consumer) and returns
+// without waiting for them, so the next batch is fetched while slow targets are still answering.
+// Offsets are resolved for fetching only; commits are ours (autoCommit off): every
+// DISPATCH_COMMIT_INTERVAL each partition commits up to its oldest unfinished record, and a record
+// is finished only once its outcome is recorded (event + ledger). A consumer killed at any moment
+// therefore loses nothing: everything after its last commit is fetched again, and records whose
+// outcome is already in the ledger are skipped instead of sent again.
+//
+// The same consumer runs the retry topics (retry-consumer.ts) with a `gate` that pauses a partition
+// until its head record is due.
+import DataLoader from 'dataloader';
+import { groupTimeouts } from '../../kafka/index.js';
+import type { Consumer, EachBatchPayload } from 'kafkajs';
+import type { AppContext } from '../../context.js';
+import { logFatal, reportCrashes, type OnFatal } from '../worker.js';
+import { attemptKey, decodeMessage, MalformedMessageError, type OutboxMessage } from '../message.js';
+import { Limiter, PartitionTracker, RecentKeys, subscribeAll } from './offsets.js';
+import type { AttemptPipeline } from '../attempt/pipeline.js';
+import { alreadyRecorded } from '../attempt/recorder.js';
+import type { Worker } from '../worker.js';
+
+const INFLIGHT_BYTES = 16 * 1024 * 1024;
+
+export interface DispatchConsumerOptions {
+  ctx: AppContext;
+  name: string;
+  groupId: string;
+  topics: string[];
+  pipeline: AttemptPipeline;
+  concurrency: number;
+  commitIntervalMs: number;
+  /** how long stop() waits for in-flight attempts before committing and leaving anyway */
+  drainTimeoutMs?: number;
+  /**
+   * Retry topics: true when `msg` is not due yet; the gate has paused its partition until it is
+   * (due-gate.ts), and the record, left unresolved, is fetched again on resume.
+   */
+  gate?: (consumer: Consumer, topic: string, partition: number, msg: OutboxMessage) => boolean;
+  /** the consumer crashed for good (worker.ts) */
+  onFatal?: OnFatal;
+}
+
+export async function startDispatchConsumer(opts: DispatchConsumerOptions): Promise<Worker> {
+  const { ctx, pipeline } = opts;
+  const log = ctx.log.child({ component: opts.name });
+  const consumer: Consumer = ctx.kafka.consumer({
+    groupId: opts.groupId,
+    allowAutoTopicCreation: false,
+    ...groupTimeouts(ctx.cfg),
+    maxWaitTimeInMs: 500,
+    // a fetched batch waits whole (decoded) until its last record gets a slot: keep it small
+    maxBytesPerPartition: 256 * 1024,
+  });
+  const limiter = new Limiter(opts.concurrency);
+  // Bytes of record values in flight: with a capped heap (npm start), 256 large rows at once must
+  // wait rather than run the process out of memory; ordinary messages never reach it.
+  const bytes = new Limiter(INFLIGHT_BYTES);
+  const recent = new RecentKeys();
+  // kafkajs hands the partitions of one fetch to concurrent eachBatch calls; at moderate rates each
+  // holds a record or two. Their ledger checks are coalesced into one query per fetch instead of
+  // one per partition (DataLoader gathers the calls made in the same tick).
+  const ledger = new DataLoader<OutboxMessage, boolean>(
+    async (msgs) => {
+      const recorded = await alreadyRecorded(ctx.db, msgs);
+      return msgs.map((m) => recorded.has(attemptKey(m)));
+    },
+    { cache: false, maxBatchSize: 5000 },
+  );
+  const inflight = new Map<string, Promise<boolean>>(); // resolves true once the outcome is recorded
+  let trackers = new Map<string, PartitionTracker>();
+  let stopping = false;
+
+  // A (re)join restarts fetching from the committed offsets: trackers start afresh, and records
+  // fetched again while their first copy is still in flight attach to it instead of a second send.
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    trackers = new Map();
+  });
+
+  const trackerFor = (topic: string, partition: number) => {
+    const k = `${topic}:${partition}`;
+    let t = trackers.get(k);
+    if (!t) trackers.set(k, (t = new PartitionTracker()));
+    return t;
+  };
+
+  async function commit(): Promise<void> {
+    const pending: { topic: string; partition: number; offset: number; tracker: PartitionTracker }[] = [];
+    for (const [k, tracker] of trackers) {
+      const offset = tracker.committable();
+      if (offset === null) continue;
+      const i = k.lastIndexOf(':');
+      pending.push({ topic: k.slice(0, i), partition: Number(k.slice(i + 1)), offset, tracker });
+    }
+    if (pending.length === 0) return;
+    try {
+      await consumer.commitOffsets(pending.map((p) => ({ topic: p.topic, partition: p.partition, offset: String(p.offset) })));
+      for (const p of pending) p.tracker.markCommitted(p.offset);
+    } catch (err) {
+      // Typically a rebalance in progress: the next tick (or the next owner) commits.
+      log.debug({ err }, 'offset commit failed');
+    }
+  }
+
+  async function eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    const tracker = trackerFor(batch.topic, batch.partition);
+    const records = batch.messages.map((m) => {
+      try {
+        return { offset: m.offset, msg: decodeMessage(m) as OutboxMessage | null };
+      } catch (err) {
+        if (!(err instanceof MalformedMessageError)) throw err;
+        log.error({ topic: batch.topic, partition: batch.partition, offset: m.offset, reason: err.message }, 'skipping a malformed outbox record');
+        return { offset: m.offset, msg: null };
+      }
+    });
+    const candidates = records.flatMap((r) => (r.msg && !recent.has(attemptKey(r.msg)) && !inflight.has(attemptKey(r.msg)) ? [r.msg] : []));
+    const checked = await ledger.loadMany(candidates);
+    const recorded = new Set<string>();
+    checked.forEach((r, i) => {
+      if (r instanceof Error) throw r; // control DB unavailable: kafkajs retries the batch
+      if (r) recorded.add(attemptKey(candidates[i]));
+    });
+
+    for (const { offset, msg } of records) {
+      if (stopping || !isRunning() || isStale()) break;
+      if (msg && opts.gate?.(consumer, batch.topic, batch.partition, msg)) break;
+      const n = Number(offset);
+      const key = msg ? attemptKey(msg) : '';
+      tracker.begin(n);
+      if (!msg || recorded.has(key) || recent.has(key)) {
+        if (msg) log.debug({ message: msg.id, run: msg.run, attempt: msg.attempt }, 'outcome already recorded; not sending again');
+        tracker.finish(n);
+        resolveOffset(offset);
+        continue;
+      }
+      const running = inflight.get(key);
+      if (running) {
+        void running.then((ok) => ok && tracker.finish(n));
+        resolveOffset(offset);
+        continue;
+      }
+      // Began but not finished: if we stop here, this record holds the commit point and is fetched again.
+      const weight = msg.rawValue.length;
+      if (!(await bytes.acquire(heartbeat, () => stopping || !isRunning(), weight))) break;
+      if (!(await limiter.acquire(heartbeat, () => stopping || !isRunning()))) {
+        bytes.release(weight);
+        break;
+      }
+      const p = pipeline
+        .process(msg)
+        .then(() => {
+          recent.add(key);
+          tracker.finish(n);
+          return true;
+        })
+        .catch((err) => {
+          // after stop() gave up draining, the recorder is closed: expected, and said once above
+          if (stopping) log.info({ message: msg.id }, 'attempt cut off by the stop; its record stays uncommitted and is attempted again by the next owner');
+          else log.error({ err, message: msg.id }, 'recording an outcome failed; the record stays uncommitted and is attempted again after a restart');
+          return false;
+        })
+        .finally(() => {
+          inflight.delete(key);
+          limiter.release();
+          bytes.release(weight);
+        });
+      inflight.set(key, p);
+      resolveOffset(offset);
+    }
+    await heartbeat().catch(() => {});
+  }
+
+  reportCrashes(consumer, opts.name, opts.onFatal ?? logFatal(ctx));
+  await consumer.connect();
+  await subscribeAll(consumer, opts.topics);
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: Math.max(1, ctx.cfg.OUTBOX_PARTITIONS),
+    eachBatch,
+  });
+  const timer = setInterval(() => void commit(), opts.commitIntervalMs);
+  log.info({ group: opts.groupId, topics: opts.topics, concurrency: opts.concurrency }, 'dispatcher started');
+
+  return {
+    name: opts.name,
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      try {
+        consumer.pause(opts.topics.map((topic) => ({ topic })));
+      } catch {
+        // crashed (between restarts, or for good): nothing is being fetched to pause
+      }
+      const drained = await Promise.race([limiter.idle().then(() => true), sleep(opts.drainTimeoutMs ?? ctx.cfg.SHUTDOWN_DRAIN_TIMEOUT).then(() => false)]);
+      if (!drained) log.warn({ inflight: limiter.active }, 'stopping with attempts still in flight; they will be made again by the next owner');
+      clearInterval(timer);
+      await commit();
+      await consumer.disconnect();
+      log.info('dispatcher stopped');
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref?.());

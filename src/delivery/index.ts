@@ -1,0 +1,7 @@
+// The delivery side of the outbox: what happens to a message from the outbox topic until its final
+// outcome, in stages (docs/architecture.md): consume/ -> attempt/ -> channels/ -> retry/ ->
+// projection/ -> callbacks/, and recovery/ to put dead or failed deliveries back on the log.
+export { startWorkers, createPipeline, dispatcherGroup } from './roles.js';
+export type { Worker, OnFatal } from './worker.js';
+export { rebuildDeliveries, projectorGroup } from './projection/projector.js';
+export { replayDeliveries, type ReplayStatus } from './recovery/replay.js';

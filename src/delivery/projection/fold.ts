@@ -1,0 +1,220 @@
+// The deliveries projection: folds delivery events into `deliveries` and `delivery_attempts`.
+// Replay-safe and order-tolerant, so the live projector, a replay after a crash and a full rebuild
+// all converge on the same rows:
+//   - a delivery row only moves forward in (run, final, attempt); DeliveryQueued is (run, pending, 0).
+//     Within a run a final outcome (delivered, dead) is terminal: the same attempt made twice (two
+//     processes holding it across a rebalance or a broker restart) can publish a `failed` copy,
+//     whose retries go on, beside the final one, in either order; neither that copy nor a later
+//     attempt of its retries reopens the run. Between finals of one run, delivered beats dead (the
+//     receiver has the message), then the earliest attempt, then the earliest finish;
+//   - an attempt row is keyed (delivery, run, attempt): of two copies of one attempt it keeps the
+//     stronger outcome (delivered > dead > failed, then the earlier finish), so the history shows
+//     one outcome per attempt and agrees with the row;
+//   - both orders are total and depend only on the events, so every order of applying them (live,
+//     replayed, duplicated, a rebuild beside the live projector) ends in the same rows;
+//   - every timestamp comes from the event, never from now(), so a rebuild is identical.
+// created_at of a delivery is the message's first enqueue time: the listing's "newest first".
+import type { Pool, PoolClient } from '../../db/index.js';
+import { applyCallbackEvents } from './fold-callbacks.js';
+import type { DeliveryEvent } from '../events.js';
+
+interface Row {
+  id: string;
+  project_ref: string;
+  kind: string;
+  webhook_id: string | null;
+  target: string;
+  method: string | null;
+  callback_function: string | null;
+  message_created_at: number;
+  run: number;
+  attempts: number;
+  status: string;
+  last_http_status: number | null;
+  last_smtp_code: number | null;
+  last_error: string | null;
+  last_response_body: string | null;
+  next_attempt_at: number | null;
+  delivered_at: number | null;
+  updated_at: number;
+}
+
+interface AttemptRow {
+  delivery_id: string;
+  run: number;
+  attempt: number;
+  outcome: string;
+  http_status: number | null;
+  smtp_code: number | null;
+  error: string | null;
+  response_body: string | null;
+  duration_ms: number;
+  started_at: number;
+  finished_at: number;
+}
+
+const isFinal = (status: string) => status === 'delivered' || status === 'dead';
+
+/** Where a delivery row stands in its forward-only order; `positionSql` is the same in SQL. */
+function position(r: Pick<Row, 'run' | 'status' | 'attempts' | 'updated_at'>): number[] {
+  const final = isFinal(r.status);
+  const sign = final ? -1 : 1; // a final: the earliest; before it: the latest
+  return [r.run, Number(final), Number(r.status === 'delivered'), sign * r.attempts, sign * r.updated_at];
+}
+
+const positionSql = (t: string) => {
+  const final = `(${t}.status in ('delivered', 'dead'))`;
+  const sign = `(case when ${final} then -1 else 1 end)`;
+  return `(${t}.run, ${final}, ${t}.status = 'delivered', ${sign} * ${t}.attempts, ${sign} * extract(epoch from ${t}.updated_at))`;
+};
+
+const outcomeRank = (outcome: string) => (outcome === 'delivered' ? 2 : outcome === 'dead' ? 1 : 0);
+const attemptPosition = (a: AttemptRow) => [outcomeRank(a.outcome), -a.finished_at];
+const attemptPositionSql = (t: string) =>
+  `(case ${t}.outcome when 'delivered' then 2 when 'dead' then 1 else 0 end, -extract(epoch from ${t}.finished_at))`;
+
+function compare(a: number[], b: number[]): number {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
+  return 0;
+}
+
+export function fold(events: DeliveryEvent[]): { rows: Row[]; attempts: AttemptRow[] } {
+  const rows = new Map<string, Row>();
+  const attempts = new Map<string, AttemptRow>();
+  for (const ev of events) {
+    if (ev.type === 'CallbackInvoked') continue; // fold-callbacks.ts
+    const d = ev.data;
+    const base = {
+      id: d.message_id,
+      project_ref: d.project,
+      kind: d.kind,
+      webhook_id: d.webhook_id,
+      target: d.target,
+      method: d.method,
+      callback_function: d.callback_function,
+      message_created_at: d.message_created_at,
+      run: d.run,
+    };
+    let row: Row;
+    if (ev.type === 'DeliveryQueued') {
+      row = { ...base, attempts: 0, status: 'pending', last_http_status: null, last_smtp_code: null, last_error: null, last_response_body: null, next_attempt_at: null, delivered_at: null, updated_at: ev.data.queued_at };
+    } else {
+      const a = ev.data;
+      row = {
+        ...base,
+        attempts: a.attempt,
+        status: a.status,
+        last_http_status: a.http_status,
+        last_smtp_code: a.smtp_code,
+        last_error: a.error,
+        last_response_body: a.response_body,
+        next_attempt_at: a.next_attempt_at,
+        delivered_at: a.outcome === 'delivered' ? a.finished_at : null,
+        updated_at: a.finished_at,
+      };
+      const attempt: AttemptRow = {
+        delivery_id: a.message_id,
+        run: a.run,
+        attempt: a.attempt,
+        outcome: a.outcome,
+        http_status: a.http_status,
+        smtp_code: a.smtp_code,
+        error: a.error,
+        response_body: a.response_body,
+        duration_ms: a.duration_ms,
+        started_at: a.started_at,
+        finished_at: a.finished_at,
+      };
+      const key = `${a.message_id}:${a.run}:${a.attempt}`;
+      const prevAttempt = attempts.get(key);
+      if (!prevAttempt || compare(attemptPosition(attempt), attemptPosition(prevAttempt)) > 0) attempts.set(key, attempt);
+    }
+    const prev = rows.get(row.id);
+    if (!prev || compare(position(row), position(prev)) > 0) rows.set(row.id, row);
+  }
+  // One lock order for every writer (live projector, a rebuild running beside it): no deadlocks.
+  const byId = (x: { id?: string; delivery_id?: string }, y: { id?: string; delivery_id?: string }) =>
+    (x.id ?? x.delivery_id)! < (y.id ?? y.delivery_id)! ? -1 : 1;
+  const byKey = (x: AttemptRow, y: AttemptRow) => (x.delivery_id !== y.delivery_id ? byId(x, y) : x.run - y.run || x.attempt - y.attempt);
+  return { rows: [...rows.values()].sort(byId), attempts: [...attempts.values()].sort(byKey) };
+}
+
+const ts = (col: string) => `case when ${col} is null then null else to_timestamp(${col} / 1000.0) end`;
+// message_created_at is in microseconds; integer arithmetic keeps every digit
+const tsMicros = (col: string) => `(timestamptz 'epoch' + ${col} * interval '1 microsecond')`;
+
+/** Columns the forward-only upsert moves to the event's values (the rest are kept or merged below). */
+const MOVED = ['target', 'method', 'status', 'run', 'attempts', 'next_attempt_at', 'updated_at'];
+/** Columns that keep showing how the previous run ended while a new run is pending (attempts = 0). */
+const KEPT_WHILE_PENDING = ['last_http_status', 'last_smtp_code', 'last_error', 'last_response_body'];
+
+/**
+ * One statement per batch (plus one for callback outcomes, when there are any): the attempts are
+ * upserted in a CTE that returns which of them are new, and each delivery row is written once, its
+ * total_attempts raised by the new attempts it got. The forward-only guard applies column by column
+ * (`forward`), so a new attempt of a run that already ended (a failed copy's retries) still counts
+ * in total_attempts without reopening the run. Before, total_attempts was recounted by a second
+ * UPDATE of every row: two heap writes per delivery, and the most expensive statement of the
+ * control database (docs/benchmark.md, tuning log).
+ */
+export async function applyEvents(db: Pool | PoolClient, events: DeliveryEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const { rows, attempts } = fold(events);
+  const hasCallbacks = events.some((e) => e.type === 'CallbackInvoked');
+  const client = 'release' in db ? db : await (db as Pool).connect();
+  try {
+    if (hasCallbacks) await client.query('begin');
+    if (rows.length > 0) {
+      const forward = `${positionSql('d')} < ${positionSql('excluded')}`;
+      const moved = MOVED.map((c) => `${c} = case when ${forward} then excluded.${c} else d.${c} end`);
+      const kept = KEPT_WHILE_PENDING.map((c) => `${c} = case when ${forward} and excluded.attempts <> 0 then excluded.${c} else d.${c} end`);
+      await client.query({
+        // named: parsed and planned once per connection
+        name: 'projection-apply',
+        text: `with fresh as (
+           insert into delivery_attempts as a (delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, started_at, finished_at)
+           select delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, ${ts('started_at')}, ${ts('finished_at')}
+             from jsonb_to_recordset($1::jsonb) as x(delivery_id uuid, run int, attempt int, outcome text, http_status int, smtp_code int, error text,
+                                                    response_body text, duration_ms int, started_at bigint, finished_at bigint)
+           on conflict (delivery_id, run, attempt) do update set
+             outcome = excluded.outcome, http_status = excluded.http_status, smtp_code = excluded.smtp_code, error = excluded.error,
+             response_body = excluded.response_body, duration_ms = excluded.duration_ms, started_at = excluded.started_at,
+             finished_at = excluded.finished_at
+           where ${attemptPositionSql('a')} < ${attemptPositionSql('excluded')}
+           returning a.delivery_id, (a.xmax = 0) as inserted
+         ), added as (
+           select delivery_id, count(*)::int as n from fresh where inserted group by delivery_id
+         )
+         insert into deliveries as d (id, project_ref, kind, webhook_id, target, method, status, run, attempts, total_attempts, last_http_status, last_smtp_code,
+                                      last_error, last_response_body, callback_function, message_created_at, next_attempt_at, delivered_at,
+                                      created_at, updated_at)
+         select x.id, project_ref, kind, webhook_id, target, method, status, run, attempts, coalesce(added.n, 0), last_http_status, last_smtp_code,
+                last_error, last_response_body, callback_function, ${tsMicros('message_created_at')}, ${ts('next_attempt_at')}, ${ts('delivered_at')},
+                ${tsMicros('message_created_at')}, ${ts('updated_at')}
+           from jsonb_to_recordset($2::jsonb) as x(id uuid, project_ref text, kind text, webhook_id uuid, target text, method text, status text,
+                                                  run int, attempts int, last_http_status int, last_smtp_code int, last_error text,
+                                                  last_response_body text, callback_function text, message_created_at bigint,
+                                                  next_attempt_at bigint, delivered_at bigint, updated_at bigint)
+           left join added on added.delivery_id = x.id
+         on conflict (id) do update set
+           ${moved.join(',\n           ')},
+           webhook_id = case when ${forward} then coalesce(excluded.webhook_id, d.webhook_id) else d.webhook_id end,
+           -- a new run starts pending but keeps showing how the previous one ended
+           ${kept.join(',\n           ')},
+           delivered_at = case when ${forward} then coalesce(excluded.delivered_at, d.delivered_at) else d.delivered_at end,
+           total_attempts = d.total_attempts + excluded.total_attempts
+         where ${forward} or excluded.total_attempts > 0`,
+        values: [JSON.stringify(attempts), JSON.stringify(rows)],
+      });
+    }
+    if (hasCallbacks) {
+      await applyCallbackEvents(client, events);
+      await client.query('commit');
+    }
+  } catch (e) {
+    if (hasCallbacks) await client.query('rollback').catch(() => {});
+    throw e;
+  } finally {
+    if (client !== db) (client as PoolClient).release();
+  }
+}

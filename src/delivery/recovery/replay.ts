@@ -1,0 +1,151 @@
+// Manual retry and bulk replay: puts dead or failed deliveries back on the log as a new run.
+//
+//   1. The deliveries table is the index: it picks the deliveries (project, status, time range on
+//      the enqueue time, webhook, target host) and their current run.
+//   2. The messages themselves are read back from the log (log-read.ts): dead ones from the dead
+//      topic, failed ones (a retry is scheduled) from the retry topics, from shortly before their
+//      last update. Nothing is rebuilt from the table, so what is sent again is what SQL enqueued.
+//   3. The old run is closed in the ledger (a final 'superseded' row), so a retry of it still
+//      waiting on the ladder is skipped; then each message is produced to the outbox topic with
+//      run + 1, attempt 1, due now and run-started-at = now (a new run has the whole budget again:
+//      MAX_ATTEMPTS attempts and MAX_MESSAGE_AGE from now), and a DeliveryQueued event makes the
+//      delivery `pending` at once.
+import type { AppContext } from '../../context.js';
+import { encodeEvent } from '../events.js';
+import { readBack } from './log-read.js';
+import { encodeMessage, type OutboxMessage } from '../message.js';
+
+export type ReplayStatus = 'dead' | 'failed';
+
+export interface ReplayFilter {
+  statuses: ReplayStatus[];
+  /** enqueue time range [since, until) */
+  since?: Date;
+  until?: Date;
+  webhookId?: string;
+  /** target host (http and webhook deliveries whose URL as written has this host) */
+  host?: string;
+  ids?: string[];
+}
+
+export interface ReplayResult {
+  matched: number;
+  replayed: number;
+  /** deliveries whose message was no longer on the log (retention) and could not be replayed */
+  not_found: string[];
+  runs: Record<string, number>;
+}
+
+interface Row {
+  id: string;
+  run: number;
+  status: ReplayStatus;
+  kind: string;
+  target: string;
+  method: string | null;
+  webhook_id: string | null;
+  callback_function: string | null;
+  created_micros: string;
+  updated_ms: string;
+}
+
+const READ_BACK_MARGIN_MS = 5 * 60_000;
+const PRODUCE_BATCH = 500;
+
+export function targetHost(target: string): string | null {
+  try {
+    const u = new URL(target);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.hostname.replace(/^\[|\]$/g, '').toLowerCase() : null;
+  } catch {
+    return null;
+  }
+}
+
+export async function replayDeliveries(
+  ctx: AppContext,
+  ref: string,
+  filter: ReplayFilter,
+  progress?: (phase: 'reading' | 'enqueueing', done: number, total: number) => void,
+): Promise<ReplayResult> {
+  const params: unknown[] = [ref, filter.statuses];
+  const where = ['project_ref = $1', 'status = any($2::text[])'];
+  if (filter.since) where.push(`created_at >= $${params.push(filter.since)}`);
+  if (filter.until) where.push(`created_at < $${params.push(filter.until)}`);
+  if (filter.webhookId) where.push(`webhook_id = $${params.push(filter.webhookId)}`);
+  if (filter.ids) where.push(`id = any($${params.push(filter.ids)}::uuid[])`);
+  const r = await ctx.db.query<Row>(
+    `select id, run, status, kind, target, method, webhook_id, callback_function,
+            ((extract(epoch from message_created_at) * 1000000)::bigint)::text as created_micros,
+            ((extract(epoch from updated_at) * 1000)::bigint)::text as updated_ms
+       from deliveries where ${where.join(' and ')}`,
+    params,
+  );
+  const host = filter.host?.replace(/^\[|\]$/g, '').toLowerCase();
+  const rows = host ? r.rows.filter((x) => targetHost(x.target) === host) : r.rows;
+  const result: ReplayResult = { matched: rows.length, replayed: 0, not_found: [], runs: {} };
+  if (rows.length === 0) return result;
+
+  const topics = [
+    ...(rows.some((x) => x.status === 'dead') ? [ctx.topics.dead] : []),
+    ...(rows.some((x) => x.status === 'failed') ? ctx.topics.retry.map((t) => t.topic) : []),
+  ];
+  const since = Math.min(...rows.map((x) => Number(x.updated_ms))) - READ_BACK_MARGIN_MS;
+  const found = await readBack(ctx, {
+    topics,
+    wanted: new Map(rows.map((x) => [x.id, x.run])),
+    since,
+    progress: progress && ((d, t) => progress('reading', d, t)),
+  });
+
+  const ready: { row: Row; msg: OutboxMessage }[] = [];
+  for (const row of rows) {
+    const msg = found.get(row.id);
+    if (msg) ready.push({ row, msg });
+    else result.not_found.push(row.id);
+  }
+  for (let i = 0; i < ready.length; i += PRODUCE_BATCH) {
+    const chunk = ready.slice(i, i + PRODUCE_BATCH);
+    await requeue(ctx, chunk);
+    result.replayed += chunk.length;
+    for (const { row } of chunk) result.runs[row.id] = row.run + 1;
+    progress?.('enqueueing', result.replayed, ready.length);
+  }
+  if (result.not_found.length > 0) ctx.log.warn({ project: ref, not_found: result.not_found.length }, 'some deliveries could not be read back from the log');
+  return result;
+}
+
+async function requeue(ctx: AppContext, chunk: { row: Row; msg: OutboxMessage }[]): Promise<void> {
+  await ctx.db.query(
+    `insert into delivery_ledger (message_id, run, attempt, outcome, final)
+     select id, run, 0, 'superseded', true from unnest($1::uuid[], $2::int[]) as x(id, run)
+     on conflict do nothing`,
+    [chunk.map((c) => c.row.id), chunk.map((c) => c.row.run)],
+  );
+  const now = Date.now();
+  await ctx.producer.send({
+    topic: ctx.topics.outbox,
+    acks: -1,
+    messages: chunk.map(({ row, msg }) => encodeMessage(msg, { run: row.run + 1, attempt: 1, dueAt: 0 }, { 'run-started-at': String(now) })),
+  });
+  await ctx.producer.send({
+    topic: ctx.topics.events,
+    acks: -1,
+    messages: chunk.map(({ row, msg }) =>
+      encodeEvent({
+        type: 'DeliveryQueued',
+        data: {
+          message_id: row.id,
+          project: msg.project,
+          kind: row.kind,
+          run: row.run + 1,
+          webhook_id: row.webhook_id,
+          target: row.target,
+          method: row.method,
+          callback_function: row.callback_function,
+          message_created_at: Number(row.created_micros),
+          queued_at: now,
+        },
+      }),
+    ),
+  });
+}

@@ -1,0 +1,70 @@
+// The background roles of this process (dispatcher, projector), started per ROLES. The dispatcher
+// role runs the main outbox consumer and the retry consumer (consume/), the callbacks worker
+// (callbacks/), housekeeping of the ledger (housekeeping.ts) and the connector supervisor
+// (src/outbox/supervisor.ts); the projector role keeps the deliveries tables (projection/).
+import type { AppContext } from '../context.js';
+import { createGuardedDispatcher, makeAllowList } from '../outbound/index.js';
+import { startConnectorSupervisor } from '../outbox/index.js';
+import { OutcomeRecorder } from './attempt/recorder.js';
+import { AttemptPipeline } from './attempt/pipeline.js';
+import { startCallbacks } from './callbacks/consumer.js';
+import { DeliveryDirectory } from './channels/send-config.js';
+import { startDispatchConsumer } from './consume/dispatch-consumer.js';
+import { startRetryConsumer } from './consume/retry-consumer.js';
+import { startHousekeeping } from './housekeeping.js';
+import { startProjector } from './projection/projector.js';
+import { KafkaRetryLadder, type RetryLadder } from './retry/ladder.js';
+import { logFatal, type OnFatal, type Worker } from './worker.js';
+
+export const dispatcherGroup = (ctx: Pick<AppContext, 'cfg'>) => `${ctx.cfg.TOPIC_PREFIX}.dispatcher`;
+
+/** Everything an attempt needs, shared by the main dispatcher and the retry consumer. */
+export function createPipeline(ctx: AppContext, ladder: RetryLadder) {
+  // Keep-alive pooled connections per origin; the limit on attempts in flight is the dispatcher's.
+  const http = createGuardedDispatcher({ allow: makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS), keepAliveTimeout: 4_000 });
+  const recorder = new OutcomeRecorder(ctx);
+  const pipeline = new AttemptPipeline({ ctx, directory: new DeliveryDirectory(ctx), http, recorder, ladder });
+  return {
+    pipeline,
+    async close() {
+      await recorder.close();
+      // close() waits for requests in flight, and an attempt the drain cut off may hang for its
+      // whole timeout_ms: such an attempt is abandoned (its record stays uncommitted and is
+      // attempted again by the next owner), as it would be if the process had died.
+      await Promise.race([http.close(), new Promise((r) => setTimeout(r, 1_000).unref())]);
+    },
+  };
+}
+
+/** `onFatal`: a consumer crashed for good (worker.ts); main.ts exits on it. */
+export async function startWorkers(ctx: AppContext, roles: string[], onFatal: OnFatal = logFatal(ctx)): Promise<Worker[]> {
+  const workers: Worker[] = [];
+  if (roles.includes('dispatcher')) {
+    const { pipeline, close } = createPipeline(ctx, new KafkaRetryLadder(ctx));
+    const retries = await startRetryConsumer(ctx, pipeline, onFatal);
+    // callbacks react to the final outcomes both consumers record
+    const callbacks = await startCallbacks(ctx, onFatal);
+    const consumer = await startDispatchConsumer({
+      ctx,
+      name: 'dispatcher',
+      groupId: dispatcherGroup(ctx),
+      topics: [ctx.topics.outbox],
+      pipeline,
+      concurrency: ctx.cfg.DISPATCH_CONCURRENCY,
+      commitIntervalMs: ctx.cfg.DISPATCH_COMMIT_INTERVAL,
+      onFatal,
+    });
+    const housekeeping = startHousekeeping(ctx);
+    // one process of those with this role restarts failed connectors (advisory lock; supervisor.ts)
+    const supervisor = startConnectorSupervisor(ctx);
+    workers.push({
+      name: 'dispatcher',
+      async stop() {
+        await Promise.all([consumer, retries, callbacks, housekeeping, supervisor].map((w) => w.stop()));
+        await close();
+      },
+    });
+  }
+  if (roles.includes('projector')) workers.push(await startProjector(ctx, onFatal));
+  return workers;
+}

@@ -1,0 +1,87 @@
+// Schema fragments and limits shared by the owner-facing routes (Management API, SSO management).
+// Every route validates its
+// params, query and body with `additionalProperties: false`: an unknown field is refused with
+// 400 validation_failed rather than silently ignored, so a typo never looks like it was applied.
+import type { FastifyRequest } from 'fastify';
+import { ApiError } from '../errors.js';
+import { PROJECT_REF_PATTERN } from '../projects/index.js';
+
+/** Body cap for management routes; the global default (1 MB) is kept for routes that need more. */
+export const MANAGEMENT_BODY_LIMIT = 64 * 1024;
+/**
+ * A 16 KB secret value may need up to six JSON characters per byte (\u0001), so the secret route
+ * accepts a larger body; the value's own size is checked in UTF-8 bytes after parsing.
+ */
+export const SECRET_BODY_LIMIT = 128 * 1024;
+
+/** The body of every error answer (ApiError.toBody): `details` only where a code documents it. */
+export const errorSchema = {
+  type: 'object',
+  required: ['code', 'message'],
+  properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} },
+} as const;
+
+/** The error responses every owner-only route can give, for the OpenAPI document. */
+export const errorResponses = {
+  400: { description: 'validation_failed, invalid_json or a route-specific code', ...errorSchema },
+  401: { description: 'unauthorized: no valid owner token', ...errorSchema },
+  404: { description: 'project_not_found (missing, or another owner\'s) or a missing resource', ...errorSchema },
+  413: { description: 'payload_too_large', ...errorSchema },
+  415: { description: 'unsupported_media_type', ...errorSchema },
+  503: { description: 'outbox_unavailable or service_unavailable (a dependency is down; try again)', ...errorSchema },
+} as const;
+
+/**
+ * Text stored in a column or shown back: no control characters (no NUL, which Postgres text
+ * cannot hold, no CR/LF header or log injection) and no lone UTF-16 surrogates (not valid Unicode,
+ * and refused by jsonb). Ajv compiles patterns with the u flag, so the surrogate range matches only
+ * unpaired halves.
+ */
+export const TEXT = '^[^\\u0000-\\u001f\\u007f\\ud800-\\udfff]*$';
+
+/** False when a string holds an unpaired surrogate (the u flag makes the class match only those). */
+export const wellFormed = (s: string): boolean => !/[\ud800-\udfff]/u.test(s);
+/** As TEXT, but tabs and line breaks are allowed (XML documents). */
+export const MULTILINE_TEXT = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f\\ud800-\\udfff]*$';
+
+/**
+ * A free-form JSON value (metadata) that Postgres can store as jsonb: no NUL character and no
+ * unpaired surrogate in any string or key. Otherwise 400 validation_failed naming the field.
+ */
+export function assertStorableJson(field: string, value: unknown): void {
+  const bad = (s: string) => s.includes('\u0000') || !wellFormed(s);
+  const walk = (v: unknown): boolean => {
+    if (typeof v === 'string') return bad(v);
+    if (Array.isArray(v)) return v.some(walk);
+    if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => bad(k) || walk(x));
+    return false;
+  };
+  if (walk(value)) throw new ApiError('validation_failed', `${field} must not contain NUL characters or unpaired surrogates.`);
+}
+
+export const planErrorResponse = { 402: { description: 'feature_not_in_plan', ...errorSchema } } as const;
+
+/** The {ref} path parameter, alone (refParams) or beside others (`properties: { ref, id }`). */
+export const ref = { type: 'string', pattern: PROJECT_REF_PATTERN, description: 'project ref' } as const;
+
+export const refParams = { type: 'object', additionalProperties: false, required: ['ref'], properties: { ref } } as const;
+
+export const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
+
+export const owner = { security: [{ ownerToken: [] }] };
+
+/**
+ * Routes without a request body refuse one that carries fields, consistently with unknown fields
+ * elsewhere; an absent body or `{}` is accepted so generic clients that always send JSON work.
+ */
+export async function refuseBody(req: FastifyRequest): Promise<void> {
+  const b = req.body as unknown;
+  if (b === undefined) return;
+  if (b !== null && typeof b === 'object' && !Array.isArray(b) && Object.keys(b).length === 0) return;
+  throw new ApiError('validation_failed', 'This route takes no request body.');
+}
+
+/** A timestamp column as ISO text (pg gives Date objects; responses should not depend on that). */
+export const iso = (d: Date | string | null | undefined): string | null => (d == null ? null : new Date(d).toISOString());
+
+export const timestamp = { type: 'string', format: 'date-time' } as const;

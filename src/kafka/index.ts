@@ -1,0 +1,6 @@
+// Kafka and Kafka Connect: the kafkajs client and topic creation, topic names, consumer-group
+// timeouts, and the Connect REST client that manages the outbox connectors.
+export * from './client.js';
+export * from './topics.js';
+export * from './group.js';
+export * from './connect.js';

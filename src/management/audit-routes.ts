@@ -1,0 +1,71 @@
+// GET /v1/projects/{ref}/audit: the project's audit trail (written by src/projects/audit-log.ts),
+// newest first, paginated by id.
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.js';
+import { errorResponses, iso, owner, refParams, timestamp } from '../http/index.js';
+
+const entry = {
+  type: 'object',
+  properties: {
+    id: { type: 'string', description: 'increasing; pass the last one as `before` for the next page' },
+    action: { type: 'string' },
+    resource_type: { type: 'string' },
+    resource_id: { type: ['string', 'null'] },
+    details: { type: 'object', additionalProperties: true },
+    actor: {
+      type: 'object',
+      properties: {
+        owner_id: { type: ['string', 'null'] },
+        token_id: { type: ['string', 'null'] },
+        token_name: { type: ['string', 'null'] },
+        operator: { type: ['string', 'null'], description: 'set instead of an owner for changes made with npm run admin (user@host)' },
+      },
+    },
+    request_id: { type: ['string', 'null'] },
+    created_at: timestamp,
+  },
+} as const;
+
+export function registerAudit(app: FastifyInstance, ctx: Pick<AppContext, 'db'>): void {
+  app.get<{ Params: { ref: string }; Querystring: { limit?: string; before?: string } }>(
+    '/v1/projects/:ref/audit',
+    {
+      schema: {
+        tags: ['audit'],
+        summary: 'Changes made to the project through the Management API (and by operators with npm run admin), newest first',
+        ...owner,
+        params: refParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            limit: { type: 'string', pattern: '^(?:[1-9][0-9]?|100)$', description: '1-100, default 50' },
+            before: { type: 'string', pattern: '^[1-9][0-9]{0,17}$', description: 'only entries with a smaller id (the next page)' },
+          },
+        },
+        response: { 200: { type: 'array', items: entry }, ...errorResponses },
+      },
+    },
+    async (req) => {
+      const limit = Number(req.query.limit ?? 50);
+      const r = await ctx.db.query(
+        `select a.id::text, a.action, a.resource_type, a.resource_id, a.details, a.owner_id, a.token_id, t.name as token_name,
+                a.operator, a.request_id, a.created_at
+           from audit_log a left join owner_tokens t on t.id = a.token_id
+          where a.project_ref = $1 and ($2::bigint is null or a.id < $2::bigint)
+          order by a.id desc limit $3`,
+        [req.params.ref, req.query.before ?? null, limit],
+      );
+      return r.rows.map((x) => ({
+        id: x.id,
+        action: x.action,
+        resource_type: x.resource_type,
+        resource_id: x.resource_id,
+        details: x.details,
+        actor: { owner_id: x.owner_id, token_id: x.token_id, token_name: x.token_name, operator: x.operator },
+        request_id: x.request_id,
+        created_at: iso(x.created_at),
+      }));
+    },
+  );
+}

@@ -1,0 +1,202 @@
+// Management of SSO providers: /v1/projects/{ref}/auth/providers/sso[/{id}] and
+// /v1/projects/{ref}/auth/providers/{id}/test. Owner only; the project's plan must include sso.
+// Every change is one audit entry, written in the change's transaction (see audit.ts).
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { withTransaction } from '../../db/index.js';
+import { ApiError } from '../../errors.js';
+import { recordAudit } from '../../projects/index.js';
+import { errorSchema, guardedProject, MULTILINE_TEXT, noQuery, ownerGuard, refParams, TEXT } from '../../http/index.js';
+import { attributeMappingSchema } from '../sign-in/attribute-mapping.js';
+import { normalizeDomain } from '../sign-in/domain-routing.js';
+import { providerCreated, providerDeleted, providerUpdated } from './audit.js';
+import { kindOf } from './kinds.js';
+import { deleteProvider, getProvider, insertProvider, listProviders, setDomains, updateProvider } from './store.js';
+import type { ProviderInput, ProviderRow, SsoContext } from '../types.js';
+
+const KIND_SPECIFIC: (keyof ProviderInput)[] = ['issuer', 'client_id', 'client_secret', 'scopes', 'metadata_url', 'metadata_xml', 'refresh_metadata'];
+
+const fields = {
+  name: { type: 'string', minLength: 1, maxLength: 200, pattern: TEXT },
+  enabled: { type: 'boolean' },
+  domains: { type: 'array', minItems: 1, maxItems: 50, items: { type: 'string', minLength: 1, maxLength: 253, pattern: TEXT } },
+  issuer: { type: 'string', minLength: 1, maxLength: 2048, pattern: TEXT },
+  client_id: { type: 'string', minLength: 1, maxLength: 512, pattern: TEXT },
+  client_secret: { type: 'string', minLength: 1, maxLength: 4096, pattern: TEXT },
+  scopes: { type: 'array', maxItems: 50, items: { type: 'string', pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$' } },
+  metadata_url: { type: 'string', minLength: 1, maxLength: 2048, pattern: TEXT },
+  metadata_xml: { type: 'string', minLength: 1, maxLength: 512_000, pattern: MULTILINE_TEXT },
+  attribute_mapping: attributeMappingSchema,
+  trust_email: { type: 'boolean' },
+  jit: { type: 'boolean' },
+} as const;
+
+const createBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['kind', 'name', 'domains'],
+  properties: { kind: { type: 'string', enum: ['oidc', 'saml'] }, ...fields },
+} as const;
+
+const patchBody = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: { ...fields, refresh_metadata: { type: 'boolean' } },
+} as const;
+
+const providerResponse = {
+  type: 'object',
+  additionalProperties: true,
+  properties: {
+    id: { type: 'string' },
+    kind: { type: 'string' },
+    name: { type: 'string' },
+    enabled: { type: 'boolean' },
+    domains: { type: 'array', items: { type: 'string' } },
+  },
+} as const;
+
+const idParams = { type: 'object', required: ['ref', 'id'], properties: { ...refParams.properties, id: { type: 'string', maxLength: 64 } } } as const;
+
+export function presentProvider(ctx: SsoContext, p: ProviderRow): Record<string, unknown> {
+  const { callback_url, ...kindFields } = kindOf(p.kind).present(ctx, p);
+  return {
+    id: p.id,
+    kind: p.kind,
+    name: p.name,
+    enabled: p.enabled,
+    domains: p.domains,
+    ...kindFields,
+    attribute_mapping: p.attribute_mapping,
+    trust_email: p.trust_email,
+    jit: p.jit,
+    ...(callback_url !== undefined ? { callback_url } : {}),
+    created_at: p.created_at,
+    updated_at: p.updated_at,
+  };
+}
+
+function checkKindFields(kind: ProviderRow['kind'], body: ProviderInput): void {
+  const own = new Set<string>(kindOf(kind).fields);
+  const foreign = KIND_SPECIFIC.find((f) => body[f] !== undefined && !own.has(f));
+  if (foreign) throw new ApiError('validation_failed', `body.${foreign} does not apply to ${kind} providers.`);
+}
+
+function normalizeDomains(domains: string[]): string[] {
+  const out = domains.map((d, i) => {
+    const n = normalizeDomain(d);
+    if (!n) throw new ApiError('validation_failed', `body.domains.${i} is not a valid domain name: ${JSON.stringify(d)}.`);
+    return n;
+  });
+  return [...new Set(out)];
+}
+
+async function mustGet(ctx: SsoContext, ref: string, id: string): Promise<ProviderRow> {
+  const p = await getProvider(ctx.db, ref, id);
+  if (!p) throw new ApiError('sso_provider_not_found', 'No such SSO provider.');
+  return p;
+}
+
+export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoContext): Promise<void> {
+  const base = '/v1/projects/:ref/auth/providers';
+  // no query parameters unless a route declares its own (the users list does)
+  const common = { tags: ['sso'], security: [{ ownerToken: [] }] , querystring: noQuery };
+  const onRequest = ownerGuard(ctx, 'sso');
+  const errors = { 400: errorSchema, 401: errorSchema, 402: errorSchema, 404: errorSchema };
+
+  app.post<{ Params: { ref: string }; Body: ProviderInput & { kind: ProviderRow['kind']; name: string; domains: string[] } }>(
+    `${base}/sso`,
+    { onRequest, schema: { ...common, summary: 'Create an SSO provider', params: refParams, body: createBody, response: { 201: providerResponse, 409: errorSchema, ...errors } } },
+    async (req, reply) => {
+      const project = guardedProject(req);
+      const b = req.body;
+      const kind = kindOf(b.kind);
+      checkKindFields(b.kind, b);
+      if (b.refresh_metadata !== undefined) throw new ApiError('validation_failed', 'refresh_metadata is a PATCH option.');
+      const domains = normalizeDomains(b.domains);
+      const id = randomUUID();
+      const columns = await kind.prepare(ctx, id, b);
+      await withTransaction(ctx.db, async (c) => {
+        await insertProvider(c, {
+          id,
+          project_ref: project.ref,
+          kind: b.kind,
+          name: b.name,
+          enabled: b.enabled,
+          attribute_mapping: b.attribute_mapping,
+          trust_email: b.trust_email,
+          jit: b.jit,
+          ...columns,
+        });
+        await setDomains(c, project.ref, id, domains);
+        await recordAudit(c, req, project.ref, providerCreated(id, b.kind, b, columns, domains));
+      });
+      req.log.info({ project: project.ref, provider: id, kind: b.kind }, 'sso provider created');
+      return reply.code(201).send(presentProvider(ctx, await mustGet(ctx, project.ref, id)));
+    },
+  );
+
+  app.get<{ Params: { ref: string } }>(
+    `${base}/sso`,
+    { onRequest, schema: { ...common, summary: "The project's SSO providers", params: refParams } },
+    async (req) => {
+      const project = guardedProject(req);
+      return { items: (await listProviders(ctx.db, project.ref)).map((p) => presentProvider(ctx, p)) };
+    },
+  );
+
+  app.get<{ Params: { ref: string; id: string } }>(
+    `${base}/sso/:id`,
+    { onRequest, schema: { ...common, summary: 'One SSO provider', params: idParams, response: { 200: providerResponse, ...errors } } },
+    async (req) => {
+      const project = guardedProject(req);
+      return presentProvider(ctx, await mustGet(ctx, project.ref, req.params.id));
+    },
+  );
+
+  app.patch<{ Params: { ref: string; id: string }; Body: ProviderInput }>(
+    `${base}/sso/:id`,
+    { onRequest, schema: { ...common, summary: 'Change an SSO provider (enable/disable, fields, refresh_metadata)', params: idParams, body: patchBody, response: { 200: providerResponse, 409: errorSchema, ...errors } } },
+    async (req) => {
+      const project = guardedProject(req);
+      const existing = await mustGet(ctx, project.ref, req.params.id);
+      const b = req.body;
+      checkKindFields(existing.kind, b);
+      const domains = b.domains !== undefined ? normalizeDomains(b.domains) : undefined;
+      const columns = await kindOf(existing.kind).prepare(ctx, existing.id, b, existing);
+      await withTransaction(ctx.db, async (c) => {
+        await updateProvider(c, existing.id, { name: b.name, enabled: b.enabled, attribute_mapping: b.attribute_mapping, trust_email: b.trust_email, jit: b.jit, ...columns });
+        if (domains) await setDomains(c, project.ref, existing.id, domains);
+        await recordAudit(c, req, project.ref, providerUpdated(existing, b, columns, domains));
+      });
+      req.log.info({ project: project.ref, provider: existing.id }, 'sso provider updated');
+      return presentProvider(ctx, await mustGet(ctx, project.ref, existing.id));
+    },
+  );
+
+  app.delete<{ Params: { ref: string; id: string } }>(
+    `${base}/sso/:id`,
+    { onRequest, schema: { ...common, summary: 'Delete an SSO provider (its identities go with it; users stay)', params: idParams, response: { 200: providerResponse, ...errors } } },
+    async (req) => {
+      const project = guardedProject(req);
+      const existing = await mustGet(ctx, project.ref, req.params.id);
+      await withTransaction(ctx.db, async (c) => {
+        // a concurrent delete got there first: nothing to record
+        if (await deleteProvider(c, project.ref, existing.id)) await recordAudit(c, req, project.ref, providerDeleted(existing));
+      });
+      req.log.info({ project: project.ref, provider: existing.id }, 'sso provider deleted');
+      return presentProvider(ctx, existing);
+    },
+  );
+
+  app.post<{ Params: { ref: string; id: string } }>(
+    `${base}/:id/test`,
+    { onRequest, schema: { ...common, summary: 'Re-run OIDC discovery or the SAML metadata download; changes nothing', params: idParams } },
+    async (req) => {
+      const project = guardedProject(req);
+      const p = await mustGet(ctx, project.ref, req.params.id);
+      return kindOf(p.kind).test(ctx, p);
+    },
+  );
+}

@@ -1,0 +1,88 @@
+// SSO providers and their domains in the control database.
+import type pg from 'pg';
+import type { Pool } from '../../db/index.js';
+import { ApiError } from '../../errors.js';
+import { candidateDomains, mostSpecific } from '../sign-in/domain-routing.js';
+import type { KindColumns, ProviderRow } from '../types.js';
+
+type Db = Pool | pg.PoolClient;
+
+const SELECT = `select p.*, coalesce((select array_agg(d.domain order by d.domain) from sso_domains d where d.provider_id = p.id), '{}') as domains
+  from sso_providers p`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Ids from URLs are checked before they reach a uuid column, where a malformed one would be a 500. */
+export const isUuid = (id: string) => UUID.test(id);
+
+export async function getProvider(db: Db, ref: string, id: string): Promise<ProviderRow | null> {
+  if (!isUuid(id)) return null;
+  const r = await db.query(`${SELECT} where p.project_ref = $1 and p.id = $2`, [ref, id]);
+  return r.rows[0] ?? null;
+}
+
+export async function listProviders(db: Db, ref: string): Promise<ProviderRow[]> {
+  const r = await db.query(`${SELECT} where p.project_ref = $1 order by p.created_at, p.id`, [ref]);
+  return r.rows;
+}
+
+/** The enabled provider whose domain is the most specific match for `domain`. */
+export async function providerForDomain(db: Db, ref: string, domain: string): Promise<ProviderRow | null> {
+  const r = await db.query(
+    `select d.domain, d.provider_id from sso_domains d join sso_providers p on p.id = d.provider_id
+      where d.project_ref = $1 and p.enabled and d.domain = any($2)`,
+    [ref, candidateDomains(domain)],
+  );
+  const best = mostSpecific(domain, r.rows as { domain: string; provider_id: string }[]);
+  return best ? getProvider(db, ref, best.provider_id) : null;
+}
+
+/** Replaces a provider's domains; a domain held by another provider of the project is a 409. */
+export async function setDomains(c: pg.PoolClient, ref: string, providerId: string, domains: string[]): Promise<void> {
+  const taken = await c.query('select domain from sso_domains where project_ref = $1 and domain = any($2) and provider_id <> $3', [ref, domains, providerId]);
+  if (taken.rowCount) throw new ApiError('sso_domain_taken', `The domain ${taken.rows[0].domain} is already bound to another provider of this project.`);
+  await c.query('delete from sso_domains where provider_id = $1', [providerId]);
+  try {
+    await c.query('insert into sso_domains (provider_id, project_ref, domain) select $1, $2, unnest($3::text[])', [providerId, ref, domains]);
+  } catch (e) {
+    // a concurrent save took the domain between the check and the insert
+    if ((e as { code?: string }).code === '23505') throw new ApiError('sso_domain_taken');
+    throw e;
+  }
+}
+
+const KIND_COLUMNS = ['issuer', 'client_id', 'client_secret_enc', 'scopes', 'metadata_url', 'metadata_xml', 'idp_entity_id', 'idp_sso_url', 'idp_signing_certs'] as const;
+
+export interface CommonColumns {
+  name?: string;
+  enabled?: boolean;
+  attribute_mapping?: unknown;
+  trust_email?: boolean;
+  jit?: boolean;
+}
+
+export async function insertProvider(
+  c: pg.PoolClient,
+  row: { id: string; project_ref: string; kind: string } & CommonColumns & KindColumns,
+): Promise<void> {
+  const cols = Object.entries(row).filter(([, v]) => v !== undefined);
+  await c.query(
+    `insert into sso_providers (${cols.map(([k]) => k).join(', ')}) values (${cols.map((_, i) => `$${i + 1}`).join(', ')})`,
+    cols.map(([, v]) => v),
+  );
+}
+
+export async function updateProvider(c: pg.PoolClient, id: string, changes: CommonColumns & KindColumns): Promise<void> {
+  const allowed = new Set<string>(['name', 'enabled', 'attribute_mapping', 'trust_email', 'jit', ...KIND_COLUMNS]);
+  const cols = Object.entries(changes).filter(([k, v]) => v !== undefined && allowed.has(k));
+  await c.query(
+    `update sso_providers set ${[...cols.map(([k], i) => `${k} = $${i + 2}`), 'updated_at = now()'].join(', ')} where id = $1`,
+    [id, ...cols.map(([, v]) => v)],
+  );
+}
+
+export async function deleteProvider(db: Db, ref: string, id: string): Promise<boolean> {
+  if (!isUuid(id)) return false;
+  const r = await db.query('delete from sso_providers where project_ref = $1 and id = $2', [ref, id]);
+  return (r.rowCount ?? 0) > 0;
+}
