@@ -14,8 +14,8 @@ import pg from 'pg';
 import { closeContext, createContext, resolveEndpoints } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/lib/logger.js';
-import { createProject } from '../src/management/projects.js';
-import { disableProjectOutbox, ensureOutboxEnabled } from '../src/outbox/service.js';
+import { createProject } from '../src/projects/index.js';
+import { disableProjectOutbox, ensureOutboxEnabled } from '../src/outbox/index.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
