@@ -142,8 +142,9 @@ async function pgUp(cfg: Config, log: Log): Promise<void> {
     // idle slots of deleted test databases must never pin WAL forever on a dev machine
     'max_slot_wal_keep_size = 2GB',
     'wal_sender_timeout = 0',
-    // per-statement cost for profiling (create extension pg_stat_statements; see docs/benchmark.md)
-    "shared_preload_libraries = 'pg_stat_statements'",
+    // per-statement cost for profiling (create extension pg_stat_statements; see docs/benchmark.md),
+    // when the binaries ship it (a missing preload library would stop the server from starting)
+    ...(existsSync(path.join(bin, '..', 'lib', 'pg_stat_statements.so')) ? ["shared_preload_libraries = 'pg_stat_statements'"] : []),
   ].join('\n');
   const autoConf = path.join(d.pgdata, 'postgresql.auto.conf');
   writeFileSync(autoConf, conf + '\n');
