@@ -12,9 +12,11 @@ const depcruise = path.join(root, 'node_modules', '.bin', 'depcruise');
 
 it('src/ and web/src/ keep the import rules of .dependency-cruiser.cjs', async () => {
   const run = promisify(execFile)(depcruise, ['--config', '.dependency-cruiser.cjs', '--output-type', 'err', 'src', 'web/src'], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
-  const { stdout } = await run.catch((err: { stdout?: string; stderr?: string }) => {
+  const { stdout } = await run.catch((err: { stdout?: string; stderr?: string; code?: string | number; message?: string }) => {
+    // not installed (a checkout without `npm ci` since dependency-cruiser was added): say so
+    if (err.code === 'ENOENT') expect.fail(`${depcruise} is missing: run npm ci`);
     // exit code 1 with the violations on stdout: show them as the failure
-    expect.fail(`dependency rules violated:\n${err.stdout ?? ''}${err.stderr ?? ''}`);
+    expect.fail(`dependency rules violated:\n${err.stdout ?? ''}${err.stderr ?? ''}${err.stdout || err.stderr ? '' : (err.message ?? '')}`);
   });
   expect(stdout).toContain('no dependency violations found');
 }, 60_000);
