@@ -42,7 +42,7 @@ const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 const MAX_BATCH_ITEMS = 2000;
 const MAX_FLUSHES = 4;
 const BACKLOG = 64;
-const LINGER_MS = 5;
+const LINGER_MS = 20;
 
 export class OutcomeRecorder {
   readonly #queue: Pending[] = [];
