@@ -28,6 +28,7 @@ export const catalogue = {
   project_exists: [409, 'A project with that ref already exists.'],
   webhook_not_found: [404, 'No such webhook.'],
   table_not_found: [400, 'The table does not exist in the project database.'],
+  column_not_found: [400, "A column does not exist in the webhook's table."],
   trigger_not_allowed: [400, "The project database user may not create a trigger on that table."],
   url_not_allowed: [400, 'The URL points at a private, loopback, link-local or metadata address.'],
   invalid_url: [400, 'The URL is not a valid http(s) URL.'],

@@ -10,6 +10,7 @@ export const TIMEOUT_MAX_MS = 60_000;
 export const URL_MAX_LENGTH = 2048;
 export const MAX_HEADERS = 50;
 export const HEADER_VALUE_MAX = 8192;
+export const UPDATE_COLUMNS_MAX = 100;
 
 export const WEBHOOK_SCHEMAS = ['public', 'api'] as const;
 export type WebhookEvent = 'INSERT' | 'UPDATE' | 'DELETE';
@@ -80,4 +81,11 @@ export function checkHeaders(headers: Record<string, unknown>): Record<string, s
     }
   }
   return headers as Record<string, string>;
+}
+
+/** A column filter only applies to UPDATE: refused (not silently kept inert) when UPDATE is not an event. */
+export function checkUpdateColumnsEvents(events: WebhookEvent[], updateColumns: string[] | null): void {
+  if (updateColumns && !events.includes('UPDATE')) {
+    throw new ApiError('validation_failed', 'update_columns only applies to UPDATE: add UPDATE to events, or set update_columns to null.');
+  }
 }

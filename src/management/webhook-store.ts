@@ -16,6 +16,7 @@ export interface WebhookRow {
   schema_name: string;
   table_name: string;
   events: WebhookEvent[];
+  update_columns: string[] | null;
   url: string;
   headers: Record<string, string>;
   timeout_ms: number;
@@ -33,6 +34,7 @@ export function webhookRecord(w: WebhookRow) {
     name: w.name,
     table: `${w.schema_name}.${w.table_name}`,
     events: w.events,
+    update_columns: w.update_columns,
     url: w.url,
     headers: w.headers,
     timeout_ms: w.timeout_ms,
@@ -66,6 +68,8 @@ export interface WebhookFields {
   schema: string;
   table: string;
   events: WebhookEvent[];
+  /** null: every UPDATE fires; else only an UPDATE that changes one of these columns */
+  update_columns: string[] | null;
   url: string;
   headers: Record<string, string>;
   timeout_ms: number;
@@ -74,18 +78,18 @@ export interface WebhookFields {
 
 export async function insertWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
   await q.query(
-    `insert into webhooks (id, project_ref, name, schema_name, table_name, events, url, headers, timeout_ms, enabled)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-    [id, ref, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled],
+    `insert into webhooks (id, project_ref, name, schema_name, table_name, events, url, headers, timeout_ms, enabled, update_columns)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+    [id, ref, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns],
   );
 }
 
 export async function updateWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
   await q.query(
     `update webhooks set name = $3, schema_name = $4, table_name = $5, events = $6, url = $7, headers = $8, timeout_ms = $9,
-            enabled = $10, updated_at = now()
+            enabled = $10, update_columns = $11, updated_at = now()
       where project_ref = $1 and id = $2`,
-    [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled],
+    [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns],
   );
 }
 

@@ -10,9 +10,9 @@ import { makeAllowList } from '../outbound/index.js';
 import { ApiError } from '../errors.js';
 import { ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger } from '../outbox/index.js';
 import { recordAudit } from '../projects/index.js';
-import { tableExists, withProjectDb } from './project-db.js';
+import { missingColumns, tableExists, withProjectDb } from './project-db.js';
 import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp } from '../http/index.js';
-import { MAX_HEADERS, HEADER_VALUE_MAX, TIMEOUT_MAX_MS, TIMEOUT_MIN_MS, URL_MAX_LENGTH, checkHeaders, checkWebhookUrl, parseTableName, type WebhookEvent } from './webhook-input.js';
+import { MAX_HEADERS, HEADER_VALUE_MAX, TIMEOUT_MAX_MS, TIMEOUT_MIN_MS, URL_MAX_LENGTH, checkHeaders, checkUpdateColumnsEvents, checkWebhookUrl, parseTableName, UPDATE_COLUMNS_MAX, type WebhookEvent } from './webhook-input.js';
 import {
   addSigningSecret, deleteWebhook, getWebhook, insertWebhook, listWebhooks, rotateSigningSecret, updateWebhook, webhookRecord,
   type WebhookFields,
@@ -24,6 +24,14 @@ const fields = {
   name: { type: 'string', minLength: 1, maxLength: 200, pattern: TEXT, description: 'display name; defaults to the table' },
   table: { type: 'string', minLength: 3, maxLength: 200, pattern: TEXT, description: 'schema.table, schema public or api; must exist' },
   events: { type: 'array', minItems: 1, maxItems: 3, uniqueItems: true, items: { type: 'string', enum: ['INSERT', 'UPDATE', 'DELETE'] } },
+  update_columns: {
+    type: ['array', 'null'],
+    minItems: 1,
+    maxItems: UPDATE_COLUMNS_MAX,
+    uniqueItems: true,
+    items: { type: 'string', minLength: 1, maxLength: 63, pattern: TEXT },
+    description: 'UPDATE fires only when one of these columns changed value; null: every UPDATE fires. Needs UPDATE in events; the columns must exist',
+  },
   url: { type: 'string', minLength: 1, maxLength: URL_MAX_LENGTH, pattern: TEXT, description: 'http(s); literal private addresses are refused' },
   headers: {
     type: 'object',
@@ -50,6 +58,7 @@ const record = {
     name: { type: 'string' },
     table: { type: 'string' },
     events: { type: 'array', items: { type: 'string' } },
+    update_columns: { type: ['array', 'null'], items: { type: 'string' } },
     url: { type: 'string' },
     headers: { type: 'object', additionalProperties: { type: 'string' } },
     timeout_ms: { type: 'integer' },
@@ -74,6 +83,7 @@ interface Body {
   name?: string;
   table?: string;
   events?: WebhookEvent[];
+  update_columns?: string[] | null;
   url?: string;
   headers?: Record<string, string>;
   timeout_ms?: number;
@@ -101,6 +111,16 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
     return { url, headers, target };
   }
 
+  /** The column filter of the webhook as it will be: UPDATE among its events, its columns in its table. */
+  async function vetUpdateColumns(refName: string, f: WebhookFields, checkColumns: boolean) {
+    checkUpdateColumnsEvents(f.events, f.update_columns);
+    if (!f.update_columns || !checkColumns) return;
+    const missing = await withProjectDb(ctx, refName, (c) => missingColumns(c, f.schema, f.table, f.update_columns!));
+    if (missing.length) {
+      throw new ApiError('column_not_found', `update_columns: ${missing.map((m) => JSON.stringify(m)).join(', ')} ${missing.length === 1 ? 'is not a column' : 'are not columns'} of ${f.schema}.${f.table} (names are case-sensitive).`);
+    }
+  }
+
   app.post<{ Params: { ref: string }; Body: Body }>(
     '/v1/projects/:ref/webhooks',
     {
@@ -118,11 +138,13 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         schema: v.target!.schema,
         table: v.target!.table,
         events: b.events!,
+        update_columns: b.update_columns ?? null,
         url: v.url!,
         headers: v.headers ?? {},
         timeout_ms: b.timeout_ms ?? ctx.cfg.WEBHOOK_TIMEOUT_DEFAULT_MS,
         enabled: b.enabled ?? true,
       };
+      await vetUpdateColumns(refName, f, true);
       const secret = await withTransaction(ctx.db, async (c) => {
         await insertWebhook(c, refName, id, f);
         const s = await addSigningSecret(c, ctx.box, id);
@@ -130,10 +152,10 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           action: 'webhook.create',
           resourceType: 'webhook',
           resourceId: id,
-          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled },
+          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled },
         });
         // Last, so a failure here rolls the webhook back; the trigger commits in its own database.
-        if (f.enabled) await withProjectDb(ctx, refName, (pc) => installWebhookTrigger(pc, { id, schema: f.schema, table: f.table, events: f.events }));
+        if (f.enabled) await withProjectDb(ctx, refName, (pc) => installWebhookTrigger(pc, { id, schema: f.schema, table: f.table, events: f.events, updateColumns: f.update_columns }));
         return s;
       });
       const row = await getWebhook(ctx.db, refName, id);
@@ -174,7 +196,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
       const { ref: refName, id } = req.params;
       const b = req.body;
       const v = await vet(refName, b);
-      const touchesTrigger = b.table !== undefined || b.events !== undefined || b.enabled !== undefined;
+      const touchesTrigger = b.table !== undefined || b.events !== undefined || b.enabled !== undefined || b.update_columns !== undefined;
       if (touchesTrigger) await ensureOutboxEnabled(ctx, refName);
       const secret = await withTransaction(ctx.db, async (c) => {
         const cur = await getWebhook(c, refName, id, true);
@@ -184,6 +206,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           schema: v.target?.schema ?? cur.schema_name,
           table: v.target?.table ?? cur.table_name,
           events: b.events ?? cur.events,
+          update_columns: b.update_columns !== undefined ? b.update_columns : cur.update_columns,
           url: v.url ?? cur.url,
           headers: v.headers ?? cur.headers,
           timeout_ms: b.timeout_ms ?? cur.timeout_ms,
@@ -191,16 +214,17 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         };
         const before: WebhookFields = { ...cur, schema: cur.schema_name, table: cur.table_name };
         const changed = (Object.keys(next) as (keyof WebhookFields)[]).filter((k) => canonical(next[k]) !== canonical(before[k]));
+        await vetUpdateColumns(refName, next, changed.some((k) => k === 'schema' || k === 'table' || k === 'update_columns'));
         if (changed.length) {
           await updateWebhook(c, refName, id, next);
           await recordAudit(c, req, refName, { action: 'webhook.update', resourceType: 'webhook', resourceId: id, details: { fields: changed } });
         }
         const s = b.rotate_secret ? await rotateSigningSecret(c, ctx.box, id, ctx.cfg.SIGNING_SECRET_GRACE) : undefined;
         if (s) await recordAudit(c, req, refName, { action: 'webhook.rotate_secret', resourceType: 'webhook', resourceId: id, details: { grace_ms: ctx.cfg.SIGNING_SECRET_GRACE } });
-        if (changed.some((k) => k === 'schema' || k === 'table' || k === 'events' || k === 'enabled')) {
+        if (changed.some((k) => k === 'schema' || k === 'table' || k === 'events' || k === 'enabled' || k === 'update_columns')) {
           await withProjectDb(ctx, refName, async (pc) => {
             await dropWebhookTrigger(pc, { id, schema: cur.schema_name, table: cur.table_name });
-            if (next.enabled) await installWebhookTrigger(pc, { id, schema: next.schema, table: next.table, events: next.events });
+            if (next.enabled) await installWebhookTrigger(pc, { id, schema: next.schema, table: next.table, events: next.events, updateColumns: next.update_columns });
           });
         }
         return s;

@@ -1,28 +1,83 @@
 // One trigger per webhook on its table, calling base.webhook_trigger(<webhook id>). Creating,
 // updating or deleting a webhook re-creates or drops its trigger in the project database.
+//
+// Column filters (`updateColumns`): an UPDATE then fires only when one of those columns changed
+// value. That is decided by a WHEN clause on a second trigger, `webhook_<id>_update`, which fires
+// for UPDATE alone (a WHEN clause that reads OLD cannot sit on an INSERT trigger, nor one reading
+// NEW on a DELETE trigger). WHEN is the cheapest correct place: Postgres evaluates it in the
+// executor right after the row is written, and when it is false no after-trigger event is queued
+// and the plpgsql function is never called. `UPDATE OF cols` is not used: it fires whenever a
+// column is in the SET list, even with its value unchanged, and misses a change made to it by a
+// BEFORE trigger; comparing the values is what "changed" means.
 import pg from 'pg';
+import { ApiError } from '../errors.js';
 
 export interface WebhookTriggerSpec {
   id: string;
   schema: string;
   table: string;
   events: ('INSERT' | 'UPDATE' | 'DELETE')[];
+  /** null or absent: every UPDATE fires; else only an UPDATE that changes one of these columns */
+  updateColumns?: string[] | null;
 }
 
 export const triggerName = (webhookId: string) => `webhook_${webhookId.replace(/-/g, '')}`;
+/** The UPDATE trigger of a webhook with a column filter. */
+export const updateTriggerName = (webhookId: string) => `${triggerName(webhookId)}_update`;
 
 export async function installWebhookTrigger(c: pg.ClientBase, w: WebhookTriggerSpec): Promise<void> {
   const table = `${pg.escapeIdentifier(w.schema)}.${pg.escapeIdentifier(w.table)}`;
-  const events = [...new Set(w.events)].sort().join(' or ');
+  const filtered = w.events.includes('UPDATE') && !!w.updateColumns?.length;
+  const plain = [...new Set(w.events)].filter((e) => !(filtered && e === 'UPDATE')).sort();
+  const call = `for each row execute function base.webhook_trigger(${pg.escapeLiteral(w.id)})`;
   // drop + create rather than "create or replace" so a change of events is applied on any version
   await c.query(`drop trigger if exists ${pg.escapeIdentifier(triggerName(w.id))} on ${table}`);
-  await c.query(
-    `create trigger ${pg.escapeIdentifier(triggerName(w.id))} after ${events} on ${table} for each row execute function base.webhook_trigger(${pg.escapeLiteral(w.id)})`,
+  await c.query(`drop trigger if exists ${pg.escapeIdentifier(updateTriggerName(w.id))} on ${table}`);
+  if (plain.length) await c.query(`create trigger ${pg.escapeIdentifier(triggerName(w.id))} after ${plain.join(' or ')} on ${table} ${call}`);
+  if (filtered) {
+    const when = await changedCondition(c, w.schema, w.table, w.updateColumns!);
+    await c.query(`create trigger ${pg.escapeIdentifier(updateTriggerName(w.id))} after update on ${table} for each row when (${when}) execute function base.webhook_trigger(${pg.escapeLiteral(w.id)})`);
+  }
+}
+
+/**
+ * `old.a is distinct from new.a or ...` for the given columns. A column whose type has no equality
+ * operator (json, xml, point), and arrays and composites (whose equality is only resolved per element
+ * at run time), are compared as jsonb, which every type converts to; the others directly, the
+ * cheapest comparison.
+ */
+async function changedCondition(c: pg.ClientBase, schema: string, table: string, columns: string[]): Promise<string> {
+  const r = await c.query<{ attname: string; direct: boolean }>(
+    `select a.attname,
+            b.typtype = 'b' and b.typcategory <> 'A' and exists (
+              select 1 from pg_operator o
+               where o.oprname = '=' and o.oprleft = o.oprright
+                 and (o.oprleft = b.oid or o.oprleft in (select casttarget from pg_cast where castsource = b.oid and castmethod = 'b'))
+            ) as direct
+       from pg_attribute a
+       join pg_class r on r.oid = a.attrelid
+       join pg_namespace n on n.oid = r.relnamespace
+       join pg_type t on t.oid = a.atttypid
+       join pg_type b on b.oid = case when t.typtype = 'd' then t.typbasetype else t.oid end
+      where n.nspname = $1 and r.relname = $2 and a.attname = any($3) and a.attnum > 0 and not a.attisdropped`,
+    [schema, table, columns],
   );
+  const direct = new Map(r.rows.map((row) => [row.attname, row.direct]));
+  const missing = columns.filter((col) => !direct.has(col));
+  // checked by the API before; a column dropped or renamed since makes a re-install fail here
+  if (missing.length) throw new ApiError('column_not_found', `update_columns: ${missing.map((m) => JSON.stringify(m)).join(', ')} no longer in ${schema}.${table}; change update_columns.`);
+  return columns
+    .map((col) => {
+      const id = pg.escapeIdentifier(col);
+      return direct.get(col) ? `old.${id} is distinct from new.${id}` : `to_jsonb(old.${id}) is distinct from to_jsonb(new.${id})`;
+    })
+    .join(' or ');
 }
 
 export async function dropWebhookTrigger(c: pg.ClientBase, w: Pick<WebhookTriggerSpec, 'id' | 'schema' | 'table'>): Promise<void> {
   const exists = await c.query('select 1 from pg_class t join pg_namespace n on n.oid = t.relnamespace where n.nspname = $1 and t.relname = $2', [w.schema, w.table]);
   if (exists.rowCount === 0) return;
-  await c.query(`drop trigger if exists ${pg.escapeIdentifier(triggerName(w.id))} on ${pg.escapeIdentifier(w.schema)}.${pg.escapeIdentifier(w.table)}`);
+  const table = `${pg.escapeIdentifier(w.schema)}.${pg.escapeIdentifier(w.table)}`;
+  await c.query(`drop trigger if exists ${pg.escapeIdentifier(triggerName(w.id))} on ${table}`);
+  await c.query(`drop trigger if exists ${pg.escapeIdentifier(updateTriggerName(w.id))} on ${table}`);
 }

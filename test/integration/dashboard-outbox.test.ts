@@ -39,6 +39,7 @@ describe('dashboard: webhooks, secrets, deliveries, SMTP and audit', () => {
     await form.getByLabel('Name').fill('orders to billing');
     await form.getByLabel('Table').fill('public.orders');
     await form.getByLabel('UPDATE').check();
+    await form.getByLabel('Only when these columns change').fill('note');
     await form.getByLabel('URL').fill('https://billing.example.com/hooks/orders');
     await form.getByLabel('Headers').fill('Authorization: Bearer {{secret:BILLING_TOKEN}}');
     await form.getByRole('button', { name: 'Create webhook' }).click();
@@ -53,13 +54,14 @@ describe('dashboard: webhooks, secrets, deliveries, SMTP and audit', () => {
     await d.shot('webhook-secret');
 
     const listed = await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/webhooks`);
-    expect(listed.body).toEqual([expect.objectContaining({ name: 'orders to billing', table: 'public.orders', events: ['INSERT', 'UPDATE'] })]);
+    expect(listed.body).toEqual([expect.objectContaining({ name: 'orders to billing', table: 'public.orders', events: ['INSERT', 'UPDATE'], update_columns: ['note'] })]);
     expect(JSON.stringify(listed.body)).not.toContain(secret);
 
     await box.getByRole('button', { name: 'I have stored it' }).click();
     await page.reload();
     await page.getByRole('cell', { name: 'orders to billing', exact: true }).waitFor();
     expect(await page.content()).not.toContain(secret);
+    await page.getByText('INSERT, UPDATE of note').waitFor();
     await d.shot('webhooks');
 
     // rotation asks first, then shows the new secret once and says how long the old one still signs

@@ -54,6 +54,8 @@ export interface Webhook {
   name: string;
   table: string;
   events: string[];
+  /** null: every UPDATE fires; else only an UPDATE changing one of these columns */
+  update_columns: string[] | null;
   url: string;
   headers: Record<string, string>;
   timeout_ms: number;

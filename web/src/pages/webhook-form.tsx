@@ -12,6 +12,7 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
   const [name, setName] = useState(hook?.name ?? '');
   const [table, setTable] = useState(hook?.table ?? 'public.');
   const [events, setEvents] = useState<string[]>(hook?.events ?? ['INSERT']);
+  const [columns, setColumns] = useState((hook?.update_columns ?? []).join(', '));
   const [url, setUrl] = useState(hook?.url ?? 'https://');
   const [headers, setHeaders] = useState(formatHeaders(hook?.headers));
   const [timeout, setTimeoutMs] = useState(hook?.timeout_ms ? String(hook.timeout_ms) : '');
@@ -25,7 +26,10 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
       throw new ApiFailure(0, 'invalid_headers', (e as Error).message);
     }
     if (events.length === 0) throw new ApiFailure(0, 'no_events', 'Choose at least one event.');
-    const body: Record<string, unknown> = { name: name.trim() || table.trim(), table: table.trim(), events, url: url.trim(), headers: parsedHeaders, enabled };
+    // only UPDATE can be filtered by column; an empty field means every UPDATE fires
+    const listed = events.includes('UPDATE') ? [...new Set(columns.split(',').map((c) => c.trim()).filter(Boolean))] : [];
+    const update_columns = listed.length ? listed : null;
+    const body: Record<string, unknown> = { name: name.trim() || table.trim(), table: table.trim(), events, update_columns, url: url.trim(), headers: parsedHeaders, enabled };
     if (timeout) body.timeout_ms = Number(timeout);
     if (!hook) return onSaved(await api<Webhook>('POST', base, body));
     const changed = Object.fromEntries(
@@ -58,6 +62,16 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
           </label>
         ))}
       </fieldset>
+      {events.includes('UPDATE') && (
+        <Field
+          label="Only when these columns change"
+          value={columns}
+          onInput={setColumns}
+          mono
+          placeholder="every update"
+          hint="Comma-separated column names (case-sensitive). An UPDATE then sends a request only if one of them changed value; empty: every UPDATE."
+        />
+      )}
       <Field
         label="URL"
         type="url"

@@ -68,7 +68,8 @@ export function Webhooks({ project }: SectionProps) {
                   <strong>{h.name}</strong> {!h.enabled && <Badge tone="muted">disabled</Badge>}
                 </td>
                 <td>
-                  <code>{h.table}</code> <span class="dim">{h.events.join(', ')}</span>
+                  <code>{h.table}</code>{' '}
+                  <span class="dim">{h.events.map((e) => (e === 'UPDATE' && h.update_columns ? `UPDATE of ${h.update_columns.join(', ')}` : e)).join(', ')}</span>
                 </td>
                 <td class="mono wrap">{h.url}</td>
                 <td>{when(h.updated_at ?? h.created_at)}</td>
