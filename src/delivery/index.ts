@@ -5,3 +5,5 @@ export { startWorkers, createPipeline, dispatcherGroup } from './roles.js';
 export type { Worker, OnFatal } from './worker.js';
 export { rebuildDeliveries, projectorGroup } from './projection/projector.js';
 export { replayDeliveries, type ReplayStatus } from './recovery/replay.js';
+// the Standard Webhooks key formats, so the API issues keys in the spelling the dispatcher signs with
+export { newEd25519Key, publicKeyOf, PUBLIC_KEY_PREFIX, SECRET_KEY_PREFIX } from './channels/signature.js';

@@ -3,10 +3,16 @@
 // (aad.signingSecret(webhook id)), as the whole "whsec_..." string, and shown once: in the creation
 // response or the rotation response. After a rotation the previous secret gets an expires_at and
 // keeps signing beside the new one until then, so receivers can switch over without a gap.
+//
+// A webhook may sign with an ed25519 key pair instead (Standard Webhooks scheme v1a): the secret key
+// ("whsk_...") is sealed exactly like a whsec_ secret and never shown; the public key ("whpk_...")
+// is stored beside it in clear and is part of the webhook record. Rotation is the same for both
+// schemes, and may move from one to the other: the outgoing key signs until its expiry either way.
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { aad, type SecretBox } from '../lib/secret-box.js';
 import { iso } from '../http/index.js';
+import { newEd25519Key } from '../delivery/index.js';
 import type { WebhookEvent } from './webhook-input.js';
 
 export interface WebhookRow {
@@ -25,7 +31,13 @@ export interface WebhookRow {
   updated_at: Date;
   secret_created_at: Date | null;
   previous_secret_expires_at: Date | null;
+  /** scheme and public key of the current signing key */
+  signature_scheme: SignatureScheme | null;
+  public_key: string | null;
 }
+
+/** v1: HMAC-SHA256 with a shared whsec_ secret; v1a: ed25519, verified with the whpk_ public key. */
+export type SignatureScheme = 'v1' | 'v1a';
 
 /** The webhook record every route returns (never a secret). */
 export function webhookRecord(w: WebhookRow) {
@@ -39,6 +51,8 @@ export function webhookRecord(w: WebhookRow) {
     headers: w.headers,
     timeout_ms: w.timeout_ms,
     enabled: w.enabled,
+    signature_scheme: w.signature_scheme ?? 'v1',
+    public_key: w.public_key,
     signing_secret_created_at: iso(w.secret_created_at),
     previous_secret_expires_at: iso(w.previous_secret_expires_at),
     created_at: iso(w.created_at),
@@ -49,6 +63,8 @@ export function webhookRecord(w: WebhookRow) {
 const SELECT = `
   select w.*,
          (select max(s.created_at) from webhook_signing_secrets s where s.webhook_id = w.id and s.expires_at is null) as secret_created_at,
+         (select s.scheme from webhook_signing_secrets s where s.webhook_id = w.id and s.expires_at is null order by s.created_at desc limit 1) as signature_scheme,
+         (select s.public_key from webhook_signing_secrets s where s.webhook_id = w.id and s.expires_at is null order by s.created_at desc limit 1) as public_key,
          (select max(s.expires_at) from webhook_signing_secrets s where s.webhook_id = w.id and s.expires_at > now()) as previous_secret_expires_at
     from webhooks w`;
 
@@ -101,23 +117,31 @@ export async function deleteWebhook(q: Q, ref: string, id: string): Promise<Webh
 
 export const newSigningSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 
-/** Stores a new current signing secret and returns it; this is the only time it is in clear. */
-export async function addSigningSecret(q: Q, box: SecretBox, webhookId: string): Promise<string> {
-  const secret = newSigningSecret();
-  await q.query('insert into webhook_signing_secrets (webhook_id, secret_enc) values ($1, $2)', [webhookId, box.seal(secret, aad.signingSecret(webhookId))]);
-  return secret;
+/**
+ * Stores a new current signing key. For v1 it returns the whsec_ secret: the only time it is in
+ * clear outside the dispatcher. For v1a nothing secret is returned (the public key is in the record).
+ */
+export async function addSigningSecret(q: Q, box: SecretBox, webhookId: string, scheme: SignatureScheme = 'v1'): Promise<string | undefined> {
+  const key = scheme === 'v1a' ? newEd25519Key() : { secretKey: newSigningSecret(), publicKey: null };
+  await q.query('insert into webhook_signing_secrets (webhook_id, secret_enc, scheme, public_key) values ($1, $2, $3, $4)', [
+    webhookId,
+    box.seal(key.secretKey, aad.signingSecret(webhookId)),
+    scheme,
+    key.publicKey,
+  ]);
+  return scheme === 'v1' ? key.secretKey : undefined;
 }
 
 /**
  * Rotation: the current secret expires after the grace period, secrets already past their expiry
  * are removed, and a new current secret is issued.
  */
-export async function rotateSigningSecret(q: Q, box: SecretBox, webhookId: string, graceMs: number): Promise<string> {
+export async function rotateSigningSecret(q: Q, box: SecretBox, webhookId: string, graceMs: number, scheme: SignatureScheme): Promise<string | undefined> {
   await q.query('delete from webhook_signing_secrets where webhook_id = $1 and expires_at <= now()', [webhookId]);
   await q.query(
     `update webhook_signing_secrets set expires_at = now() + make_interval(secs => $2::double precision / 1000)
       where webhook_id = $1 and expires_at is null`,
     [webhookId, graceMs],
   );
-  return addSigningSecret(q, box, webhookId);
+  return addSigningSecret(q, box, webhookId, scheme);
 }

@@ -15,6 +15,7 @@ import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody,
 import { MAX_HEADERS, HEADER_VALUE_MAX, TIMEOUT_MAX_MS, TIMEOUT_MIN_MS, URL_MAX_LENGTH, checkHeaders, checkUpdateColumnsEvents, checkWebhookUrl, parseTableName, UPDATE_COLUMNS_MAX, type WebhookEvent } from './webhook-input.js';
 import {
   addSigningSecret, deleteWebhook, getWebhook, insertWebhook, listWebhooks, rotateSigningSecret, updateWebhook, webhookRecord,
+  type SignatureScheme,
   type WebhookFields,
 } from './webhook-store.js';
 
@@ -41,6 +42,11 @@ const fields = {
   },
   timeout_ms: { type: 'integer', minimum: TIMEOUT_MIN_MS, maximum: TIMEOUT_MAX_MS, description: `default 10000` },
   enabled: { type: 'boolean', description: 'default true; false removes the trigger until re-enabled' },
+  signature_scheme: {
+    type: 'string',
+    enum: ['v1', 'v1a'],
+    description: 'v1 (default): HMAC-SHA256 with a shared whsec_ secret; v1a: ed25519, receivers verify with public_key. Changing it issues a new key; the previous one keeps signing for the grace period',
+  },
 } as const;
 
 const createBody = { type: 'object', additionalProperties: false, required: ['table', 'events', 'url'], properties: fields } as const;
@@ -63,13 +69,15 @@ const record = {
     headers: { type: 'object', additionalProperties: { type: 'string' } },
     timeout_ms: { type: 'integer' },
     enabled: { type: 'boolean' },
+    signature_scheme: { type: 'string', enum: ['v1', 'v1a'] },
+    public_key: { type: ['string', 'null'], description: 'whpk_…: the ed25519 public key of a v1a webhook (null for v1)' },
     signing_secret_created_at: { type: ['string', 'null'], format: 'date-time' },
     previous_secret_expires_at: { type: ['string', 'null'], format: 'date-time' },
     created_at: timestamp,
     updated_at: timestamp,
   },
 } as const;
-const withSecret = { ...record, properties: { ...record.properties, signing_secret: { type: 'string', description: 'whsec_…, shown once' } } } as const;
+const withSecret = { ...record, properties: { ...record.properties, signing_secret: { type: 'string', description: 'whsec_… of a v1 webhook, shown once' } } } as const;
 
 const idParams = {
   type: 'object',
@@ -88,6 +96,7 @@ interface Body {
   headers?: Record<string, string>;
   timeout_ms?: number;
   enabled?: boolean;
+  signature_scheme?: SignatureScheme;
   rotate_secret?: boolean;
 }
 
@@ -125,7 +134,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
     '/v1/projects/:ref/webhooks',
     {
       bodyLimit: MANAGEMENT_BODY_LIMIT,
-      schema: { ...tag, summary: 'Create a webhook (the response carries signing_secret, once)', params: refOnly, querystring: noQuery, body: createBody, response: { 201: withSecret, ...errorResponses } },
+      schema: { ...tag, summary: 'Create a webhook (a v1 webhook\'s response carries signing_secret, once)', params: refOnly, querystring: noQuery, body: createBody, response: { 201: withSecret, ...errorResponses } },
     },
     async (req, reply) => {
       const refName = req.params.ref;
@@ -147,19 +156,19 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
       await vetUpdateColumns(refName, f, true);
       const secret = await withTransaction(ctx.db, async (c) => {
         await insertWebhook(c, refName, id, f);
-        const s = await addSigningSecret(c, ctx.box, id);
+        const s = await addSigningSecret(c, ctx.box, id, b.signature_scheme ?? 'v1');
         await recordAudit(c, req, refName, {
           action: 'webhook.create',
           resourceType: 'webhook',
           resourceId: id,
-          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled },
+          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled, signature_scheme: b.signature_scheme ?? 'v1' },
         });
         // Last, so a failure here rolls the webhook back; the trigger commits in its own database.
         if (f.enabled) await withProjectDb(ctx, refName, (pc) => installWebhookTrigger(pc, { id, schema: f.schema, table: f.table, events: f.events, updateColumns: f.update_columns }));
         return s;
       });
       const row = await getWebhook(ctx.db, refName, id);
-      return reply.code(201).send({ ...webhookRecord(row!), signing_secret: secret });
+      return reply.code(201).send(secret ? { ...webhookRecord(row!), signing_secret: secret } : webhookRecord(row!));
     },
   );
 
@@ -185,7 +194,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
       bodyLimit: MANAGEMENT_BODY_LIMIT,
       schema: {
         ...tag,
-        summary: 'Change a webhook; {"rotate_secret": true} returns a new signing_secret once',
+        summary: 'Change a webhook; {"rotate_secret": true} (or a new signature_scheme) issues a new signing key, a v1 signing_secret returned once',
         params: idParams,
         querystring: noQuery,
         body: patchBody,
@@ -219,8 +228,14 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           await updateWebhook(c, refName, id, next);
           await recordAudit(c, req, refName, { action: 'webhook.update', resourceType: 'webhook', resourceId: id, details: { fields: changed } });
         }
-        const s = b.rotate_secret ? await rotateSigningSecret(c, ctx.box, id, ctx.cfg.SIGNING_SECRET_GRACE) : undefined;
-        if (s) await recordAudit(c, req, refName, { action: 'webhook.rotate_secret', resourceType: 'webhook', resourceId: id, details: { grace_ms: ctx.cfg.SIGNING_SECRET_GRACE } });
+        // A new key: asked for, or implied by a change of scheme (the outgoing key keeps signing
+        // beside it for the grace period, so receivers can move from v1 to v1a without a gap).
+        const scheme = b.signature_scheme ?? cur.signature_scheme ?? 'v1';
+        const rotate = b.rotate_secret === true || scheme !== (cur.signature_scheme ?? 'v1');
+        const s = rotate ? await rotateSigningSecret(c, ctx.box, id, ctx.cfg.SIGNING_SECRET_GRACE, scheme) : undefined;
+        if (rotate) {
+          await recordAudit(c, req, refName, { action: 'webhook.rotate_secret', resourceType: 'webhook', resourceId: id, details: { grace_ms: ctx.cfg.SIGNING_SECRET_GRACE, signature_scheme: scheme } });
+        }
         if (changed.some((k) => k === 'schema' || k === 'table' || k === 'events' || k === 'enabled' || k === 'update_columns')) {
           await withProjectDb(ctx, refName, async (pc) => {
             await dropWebhookTrigger(pc, { id, schema: cur.schema_name, table: cur.table_name });
