@@ -82,6 +82,38 @@ describe('dashboard: webhooks, secrets, deliveries, SMTP and audit', () => {
     expect((await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/webhooks`)).body).toEqual([]);
   });
 
+  it('creates a webhook signed with ed25519 (v1a): the public key is listed, no secret is shown, rotation changes it', async () => {
+    const { svc, owner, page } = d;
+    await d.open(`/p/${owner.ref}/webhooks`);
+    await page.getByText('No webhooks yet').waitFor();
+    await page.getByRole('button', { name: 'New webhook' }).click();
+    const form = page.getByRole('dialog', { name: 'New webhook' });
+    await form.getByLabel('Name').fill('signed orders');
+    await form.getByLabel('Table').fill('public.orders');
+    await form.getByLabel('URL').fill('https://billing.example.com/hooks/signed');
+    await form.getByLabel('Signature').selectOption('v1a');
+    await form.getByRole('button', { name: 'Create webhook' }).click();
+    await page.getByText('Receivers verify its requests with the public key').waitFor();
+    expect(await page.getByTestId('signing-secret').count()).toBe(0);
+
+    const [hook] = (await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/webhooks`)).body;
+    expect(hook).toMatchObject({ name: 'signed orders', signature_scheme: 'v1a', public_key: expect.stringMatching(/^whpk_/) });
+    const shown = page.getByLabel('Public key of signed orders');
+    expect(await shown.textContent()).toBe(hook.public_key);
+
+    await page.getByRole('button', { name: 'Rotate the signing secret of signed orders' }).click();
+    await page.getByRole('dialog', { name: 'Rotate the signing secret?' }).getByRole('button', { name: 'Rotate' }).click();
+    await page.getByText('New key pair for “signed orders”').waitFor();
+    const [rotated] = (await svc.api(owner.ownerToken, 'GET', `/v1/projects/${owner.ref}/webhooks`)).body;
+    expect(rotated.public_key).not.toBe(hook.public_key);
+    await eventually(async () => (await shown.textContent()) === rotated.public_key, 10_000, 'the new public key listed');
+    expect(await page.content()).not.toContain('whsk_');
+
+    await page.getByRole('button', { name: 'Delete signed orders' }).click();
+    await page.getByRole('dialog', { name: 'Delete this webhook?' }).getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('No webhooks yet').waitFor();
+  });
+
   it('sets a secret: the name and dates are listed, the value never appears', async () => {
     const { svc, owner, page } = d;
     const value = 'sk_live_value_never_shown_42';

@@ -60,10 +60,15 @@ export interface Webhook {
   headers: Record<string, string>;
   timeout_ms: number;
   enabled: boolean;
+  /** v1: HMAC-SHA256 with a shared whsec_ secret; v1a: ed25519, verified with public_key */
+  signature_scheme: 'v1' | 'v1a';
+  /** whpk_…: the public key of a v1a webhook, null for v1 */
+  public_key: string | null;
   signing_secret_created_at?: string | null;
   previous_secret_expires_at?: string | null;
   created_at: string;
   updated_at: string;
+  /** a v1 webhook's whsec_ secret: only in the creation or rotation response */
   signing_secret?: string;
 }
 

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, ApiFailure, seg } from '../api';
 import type { Webhook } from '../types';
 import { ErrorNote } from '../ui/feedback';
-import { Check, Field, TextArea, formatHeaders, parseHeaders } from '../ui/form';
+import { Check, Field, Select, TextArea, formatHeaders, parseHeaders } from '../ui/form';
 import { useAction } from '../ui/use-resource';
 
 const EVENTS = ['INSERT', 'UPDATE', 'DELETE'] as const;
@@ -17,6 +17,7 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
   const [headers, setHeaders] = useState(formatHeaders(hook?.headers));
   const [timeout, setTimeoutMs] = useState(hook?.timeout_ms ? String(hook.timeout_ms) : '');
   const [enabled, setEnabled] = useState(hook?.enabled ?? true);
+  const [scheme, setScheme] = useState<'v1' | 'v1a'>(hook?.signature_scheme ?? 'v1');
 
   const save = useAction(async () => {
     let parsedHeaders: Record<string, string>;
@@ -29,7 +30,7 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
     // only UPDATE can be filtered by column; an empty field means every UPDATE fires
     const listed = events.includes('UPDATE') ? [...new Set(columns.split(',').map((c) => c.trim()).filter(Boolean))] : [];
     const update_columns = listed.length ? listed : null;
-    const body: Record<string, unknown> = { name: name.trim() || table.trim(), table: table.trim(), events, update_columns, url: url.trim(), headers: parsedHeaders, enabled };
+    const body: Record<string, unknown> = { name: name.trim() || table.trim(), table: table.trim(), events, update_columns, url: url.trim(), headers: parsedHeaders, enabled, signature_scheme: scheme };
     if (timeout) body.timeout_ms = Number(timeout);
     if (!hook) return onSaved(await api<Webhook>('POST', base, body));
     const changed = Object.fromEntries(
@@ -91,6 +92,21 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
         hint="One “Name: value” per line. webhook-id, webhook-timestamp and webhook-signature are set by the service."
       />
       <Field label="Timeout (ms)" type="number" value={timeout} onInput={setTimeoutMs} min={1} placeholder="10000" />
+      <Select
+        label="Signature"
+        value={scheme}
+        onChange={setScheme}
+        options={[
+          ['v1', 'v1: shared secret (HMAC-SHA256)'],
+          ['v1a', 'v1a: public key (ed25519)'],
+        ]}
+      />
+      <p class="hint">
+        {scheme === 'v1a'
+          ? 'Receivers verify with the public key alone; the private key never leaves the service.'
+          : 'Receivers verify with the signing secret, shown once.'}
+        {hook && scheme !== hook.signature_scheme && ' Changing the scheme issues a new key; the current one keeps signing beside it for the grace period.'}
+      </p>
       <Check label="Enabled" checked={enabled} onChange={setEnabled} hint="A disabled webhook keeps its settings and secret but sends nothing: its trigger is removed." />
       <ErrorNote error={save.error} title="Not saved" />
       <div class="actions">

@@ -21,7 +21,8 @@ export function Webhooks({ project }: SectionProps) {
   const rotate = useAction(async (hook: Webhook) => {
     const r = await api<Webhook>('PATCH', `${base}/${seg(hook.id)}`, { rotate_secret: true });
     setMode(null);
-    setSecret({ name: hook.name, value: r.signing_secret!, rotated: true, previousUntil: r.previous_secret_expires_at });
+    if (r.signing_secret) setSecret({ name: hook.name, value: r.signing_secret, rotated: true, previousUntil: r.previous_secret_expires_at });
+    else setFlash(`New key pair for “${hook.name}”: give receivers the new public key; the previous key keeps signing until ${when(r.previous_secret_expires_at ?? '')}.`);
     list.reload();
   });
   const remove = useAction(async (hook: Webhook) => {
@@ -55,6 +56,7 @@ export function Webhooks({ project }: SectionProps) {
               <th scope="col">Name</th>
               <th scope="col">Table and events</th>
               <th scope="col">URL</th>
+              <th scope="col">Signature</th>
               <th scope="col">Updated</th>
               <th scope="col">
                 <span class="sr-only">Actions</span>
@@ -72,6 +74,21 @@ export function Webhooks({ project }: SectionProps) {
                   <span class="dim">{h.events.map((e) => (e === 'UPDATE' && h.update_columns ? `UPDATE of ${h.update_columns.join(', ')}` : e)).join(', ')}</span>
                 </td>
                 <td class="mono wrap">{h.url}</td>
+                <td>
+                  {h.signature_scheme === 'v1a' ? (
+                    <>
+                      v1a <span class="dim">ed25519</span>
+                      <br />
+                      <code class="wrap" aria-label={`Public key of ${h.name}`}>
+                        {h.public_key}
+                      </code>
+                    </>
+                  ) : (
+                    <>
+                      v1 <span class="dim">shared secret</span>
+                    </>
+                  )}
+                </td>
                 <td>{when(h.updated_at ?? h.created_at)}</td>
                 <td class="row-actions">
                   <button type="button" onClick={() => setMode({ kind: 'edit', hook: h })} aria-label={`Edit ${h.name}`}>
@@ -98,7 +115,8 @@ export function Webhooks({ project }: SectionProps) {
             onSaved={(saved) => {
               setMode(null);
               setFlash('');
-              if (saved.signing_secret) setSecret({ name: saved.name, value: saved.signing_secret, rotated: false });
+              if (saved.signing_secret) setSecret({ name: saved.name, value: saved.signing_secret, rotated: mode.kind === 'edit', previousUntil: saved.previous_secret_expires_at });
+              else if (mode.kind === 'create' && saved.public_key) setFlash(`Webhook “${saved.name}” created. Receivers verify its requests with the public key listed below.`);
               else setFlash(`Webhook “${saved.name}” saved.`);
               list.reload();
             }}
@@ -108,10 +126,17 @@ export function Webhooks({ project }: SectionProps) {
       )}
       {mode?.kind === 'rotate' && (
         <Confirm title="Rotate the signing secret?" confirmLabel="Rotate" busy={rotate.busy} onConfirm={() => rotate.run(mode.hook)} onCancel={() => setMode(null)}>
-          <p>
-            A new signing secret is issued for <strong>{mode.hook.name}</strong> and shown once. For a grace period the previous secret keeps
-            signing beside it (requests carry both signatures), so you can update your receiver without dropping requests.
-          </p>
+          {mode.hook.signature_scheme === 'v1a' ? (
+            <p>
+              A new ed25519 key pair is issued for <strong>{mode.hook.name}</strong>; its public key is listed here. For a grace period the previous
+              key keeps signing beside it (requests carry both signatures), so you can give receivers the new public key without dropping requests.
+            </p>
+          ) : (
+            <p>
+              A new signing secret is issued for <strong>{mode.hook.name}</strong> and shown once. For a grace period the previous secret keeps
+              signing beside it (requests carry both signatures), so you can update your receiver without dropping requests.
+            </p>
+          )}
           <ErrorNote error={rotate.error} />
         </Confirm>
       )}
