@@ -140,7 +140,6 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
       const refName = req.params.ref;
       const b = req.body;
       const v = await vet(refName, b);
-      await ensureOutboxEnabled(ctx, refName);
       const id = randomUUID();
       const f: WebhookFields = {
         name: b.name ?? b.table!,
@@ -154,6 +153,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         enabled: b.enabled ?? true,
       };
       await vetUpdateColumns(refName, f, true);
+      await ensureOutboxEnabled(ctx, refName);
       const secret = await withTransaction(ctx.db, async (c) => {
         await insertWebhook(c, refName, id, f);
         const s = await addSigningSecret(c, ctx.box, id, b.signature_scheme ?? 'v1');

@@ -51,6 +51,8 @@ describe('webhook column filters (update_columns)', () => {
       expect((await api('POST', '/webhooks', { ...base, update_columns })).body.code).toBe('validation_failed');
     }
     expect((await api('GET', '/webhooks')).body).toEqual([]);
+    // refused before anything is set up in the project database
+    expect((await api('GET', '')).body.outbox_enabled).toBe(false);
   });
 
   it('is null by default, shown by GET, editable by PATCH, and re-validated against the final state', async () => {

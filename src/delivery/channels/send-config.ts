@@ -14,7 +14,10 @@ export interface WebhookConfig {
   headers: Record<string, string>;
   timeoutMs: number;
   enabled: boolean;
-  /** every secret that signs now: the current one and rotated-out ones still in their grace period */
+  /**
+   * every key that signs now, whsec_ (v1) or whsk_ (v1a): the current one and rotated-out ones
+   * still in their grace period, newest first
+   */
   signingSecrets: string[];
 }
 

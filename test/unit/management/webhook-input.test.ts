@@ -1,7 +1,7 @@
 // The webhook input checks that a JSON schema cannot express, without I/O.
 import { describe, expect, it } from 'vitest';
 import { makeAllowList } from '../../../src/outbound/address.js';
-import { checkHeaders, checkWebhookUrl, parseTableName } from '../../../src/management/webhook-input.js';
+import { checkHeaders, checkUpdateColumnsEvents, checkWebhookUrl, parseTableName } from '../../../src/management/webhook-input.js';
 
 const none = makeAllowList([]);
 const code = (fn: () => unknown) => {
@@ -61,5 +61,13 @@ describe('checkHeaders', () => {
   it('never puts a header value into an error message', () => {
     expect(() => checkHeaders({ 'x-a': 'sensitive\u0000value' })).toThrow(/^(?!.*sensitive)/);
     expect(() => checkHeaders({ 'x-a': 'sensitive{{secret:bad-name}}' })).toThrow(/^(?!.*sensitive)/);
+  });
+});
+
+describe('update_columns and events', () => {
+  it('needs UPDATE among the events; null never does', () => {
+    expect(code(() => checkUpdateColumnsEvents(['INSERT', 'UPDATE'], ['status']))).toBe('ok');
+    expect(code(() => checkUpdateColumnsEvents(['INSERT', 'DELETE'], ['status']))).toBe('validation_failed');
+    expect(code(() => checkUpdateColumnsEvents(['INSERT'], null))).toBe('ok');
   });
 });
