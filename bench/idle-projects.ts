@@ -19,6 +19,17 @@ import { disableProjectOutbox, ensureOutboxEnabled } from '../src/outbox/index.j
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: url });
+  c.on('error', () => {});
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
 async function main() {
   const [cmd, prefix, countArg, batchArg] = process.argv.slice(2);
   if (!prefix || !/^[a-z0-9-]+$/.test(prefix)) throw new Error('usage: idle-projects create <prefix> <count> <batch> | drop <prefix>');
@@ -51,24 +62,31 @@ async function main() {
         if (idle < refs.length) throw new Error(`only ${idle} of ${refs.length} connectors of the batch went idle in time`);
       }
     } else if (cmd === 'drop') {
+      // Every project is tried, whatever failed before it: a database that still holds a logical
+      // slot (its connector could not be removed, Connect restarting) cannot be dropped, so the
+      // slots in it go first.
       const r = await ctx.db.query(`select ref from projects where ref like $1 || '-%' order by ref`, [prefix]);
+      let failed = 0;
       for (const { ref } of r.rows as { ref: string }[]) {
-        const url = await ctx.projectDbs.url(ref);
-        await disableProjectOutbox(ctx, ref).catch((err) => console.error(`disabling the outbox of ${ref}: ${(err as Error).message}`));
-        await ctx.projectDbs.closeAll();
-        const admin = new URL(url);
-        const name = decodeURIComponent(admin.pathname.slice(1));
-        admin.pathname = '/postgres';
-        const c = new pg.Client({ connectionString: admin.toString() });
-        c.on('error', () => {});
-        await c.connect();
         try {
-          await c.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`);
-        } finally {
-          await c.end();
+          const url = await ctx.projectDbs.url(ref);
+          await disableProjectOutbox(ctx, ref).catch((err) => console.error(`disabling the outbox of ${ref}: ${(err as Error).message}`));
+          await ctx.projectDbs.closeAll();
+          const name = decodeURIComponent(new URL(url).pathname.slice(1));
+          await withClient(url, async (c) => {
+            await c.query(`select pg_terminate_backend(active_pid) from pg_replication_slots where database = current_database() and active_pid is not null`);
+            await c.query(`select pg_drop_replication_slot(slot_name) from pg_replication_slots where database = current_database()`);
+          });
+          const admin = new URL(url);
+          admin.pathname = '/postgres';
+          await withClient(admin.toString(), (c) => c.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`));
+        } catch (err) {
+          failed++;
+          console.error(`removing ${ref}: ${(err as Error).message}`);
         }
       }
-      console.log(JSON.stringify({ dropped: r.rowCount }));
+      console.log(JSON.stringify({ dropped: r.rowCount! - failed, failed }));
+      if (failed > 0) process.exitCode = 1;
     } else {
       throw new Error(`unknown command ${cmd}`);
     }

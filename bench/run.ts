@@ -174,13 +174,15 @@ async function main() {
       await db.end().catch(() => {});
     }
   };
-  const run = async <T extends Phase>(name: string, fn: () => Promise<T>, needsService = true, settleFirst = true): Promise<T | null> => {
+  const run = async <T extends Phase>(name: string, fn: () => Promise<T>, needsService = true, settleFirst = true, before?: () => Promise<void>): Promise<T | null> => {
     if (!phasesWanted.has(name)) return null;
     if (needsService && svc.exit) {
       phases[name] = { skipped: 'the service had exited', service_exit: svc.exit };
       return null;
     }
     if (settleFirst) await settle(name);
+    // after settling, which can take a while: the connector must not have stopped again meanwhile
+    await before?.();
     log(`phase ${name}…`);
     const p = await fn();
     const voided = needsService && svc.exit;
@@ -193,6 +195,13 @@ async function main() {
 
   let idle: Phase | null = null;
   if (idleProjects > 0) {
+    // a cluster started by an older version of the stack may still allow 64 slots: say so up front
+    const slots = new pg.Client({ connectionString: stack.adminDatabaseUrl });
+    await slots.connect();
+    const max = Number((await slots.query('show max_replication_slots')).rows[0].max_replication_slots);
+    const used = Number((await slots.query('select count(*) as n from pg_replication_slots')).rows[0].n);
+    await slots.end();
+    if (max - used < idleProjects + 2) throw new Error(`${idleProjects} idle projects need as many replication slots; the cluster allows ${max} and ${used} are in use. Restart the local stack (npm run stack -- down; npm run stack -- up writes max_replication_slots = 256) or set BENCH_IDLE_PROJECTS lower`);
     log(`creating ${idleProjects} idle projects (${idleBatch} at a time; the supervisor stops each connector ${captureIdleAfter} after its outbox is enabled)…`);
     const t0 = Date.now();
     await service.idleProjects(idleProjects, idleBatch, log);
@@ -226,8 +235,7 @@ async function main() {
       ctx.tap = new OutboxTap();
       await ctx.tap.start(stack.kafkaBrokers, `${service.topicPrefix}.outbox`, `${service.topicPrefix}.bench-tap`);
     }
-    await wake();
-    latency = await run('latency', () => latencyPhase(ctx));
+    latency = await run('latency', () => latencyPhase(ctx), true, true, wake);
     await ctx.tap?.stop();
     ctx.tap = undefined;
   }
@@ -240,10 +248,8 @@ async function main() {
     baselineRate = (await run('baseline', () => baselinePhase(ctx), false))?.figure ?? null;
     await baseline.stop();
   }
-  if (pipeline && phasesWanted.has('e2e')) await wake();
-  const e2e = pipeline ? await run('e2e', () => e2ePhase(ctx)) : null;
-  if (pipeline && hang && phasesWanted.has('hol')) await wake();
-  const hol = pipeline && hang ? await run('hol', () => holPhase(ctx)) : null;
+  const e2e = pipeline ? await run('e2e', () => e2ePhase(ctx), true, true, wake) : null;
+  const hol = pipeline && hang ? await run('hol', () => holPhase(ctx), true, true, wake) : null;
 
   const serviceRss = watch.peakMb('service', true);
   watch.stop();
@@ -262,7 +268,8 @@ async function main() {
     cpu_ms_per_message: pathCpuPerMessage(e2e),
     latency_machine_busy: (latency?.detail.cpu_s as Record<string, number> | undefined)?.machine_busy_share ?? null,
     idle_ms_per_s_per_project: idle?.figure ?? null,
-    idle_projects: idle ? idleProjects : 0,
+    // as measured (idle at both ends of the phase), not as asked
+    idle_projects: idle ? Math.min(...Object.values((idle.detail.idle_projects as Record<string, number> | undefined) ?? { none: 0 })) : 0,
     messages,
   };
   const met = targetsMet(figures);

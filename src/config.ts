@@ -170,6 +170,12 @@ const schema = z.object({
   CAPTURE_WAKE_INTERVAL: duration.prefault('1s'),
   /** A stopped connector is resumed at least this often, so its slot advances (and releases WAL) even with no write. */
   CAPTURE_IDLE_REFRESH: duration.prefault('30m'),
+  /**
+   * How long a connector resumed by CAPTURE_IDLE_REFRESH (not by a write) runs before it may be
+   * stopped again: long enough to start and confirm its slot's position, short enough that the
+   * refresh costs a quiet project little (it would otherwise run a whole CAPTURE_IDLE_AFTER).
+   */
+  CAPTURE_REFRESH_RUN: duration.prefault('30s'),
   /** WAL a replication slot may retain before /health and the logs warn (bytes; suffixes kB, MB, GB). */
   SLOT_RETAINED_WAL_WARN: bytes.prefault('1GB'),
   /** Callbacks (callback_function): statement timeout of one call, calls per final outcome, first delay between calls (doubling, × RETRY_TIME_SCALE). */

@@ -117,7 +117,15 @@ export class ConnectorSupervisor {
       if (idle.length === 0) return;
       for (const w of await projectsToWake(this.#ctx, idle)) {
         await this.#ctx.connect.setTarget(w.connector, 'resume');
-        await this.#ctx.db.query(`update connector_supervision set state = 'running', stopped_at = null, resumed_at = now() where project_ref = $1 and state = 'idle'`, [w.ref]);
+        // A refresh counts as activity for CAPTURE_REFRESH_RUN only, not a whole CAPTURE_IDLE_AFTER:
+        // resumed_at is set that much in the past, so the usual idle rule stops it again after the
+        // short run (unless a message arrives meanwhile). Run for 10 min every 30 min, a quiet
+        // project would cost a quarter of a running connector.
+        const backdate = w.why === 'refresh' ? Math.max(0, this.#ctx.cfg.CAPTURE_IDLE_AFTER - this.#ctx.cfg.CAPTURE_REFRESH_RUN) / 1000 : 0;
+        await this.#ctx.db.query(
+          `update connector_supervision set state = 'running', stopped_at = null, resumed_at = now() - make_interval(secs => $2) where project_ref = $1 and state = 'idle'`,
+          [w.ref, backdate],
+        );
         this.#log.info({ project: w.ref, connector: w.connector, why: w.why }, w.why === 'write' ? 'database written to: connector resumed' : 'connector resumed for its periodic refresh (CAPTURE_IDLE_REFRESH)');
       }
     } catch (err) {
@@ -290,6 +298,10 @@ export class ConnectorSupervisor {
               failing ? `connector keeps failing (${restarts} restarts in a row); restarting at the backoff — look at the failure` : 'restarted a failed connector',
             );
           }
+        } else if (restarts > 0) {
+          // failed again before its backed-off restart is due (a check can land in the moment a
+          // restarted task shows RUNNING and record 'running'): restarting or failing, never running
+          state = restarts >= ctx.cfg.CONNECTOR_RESTART_REPORT_AFTER ? 'failing' : 'restarting';
         }
       }
       // UNASSIGNED / RESTARTING / PAUSED: Connect is on it; look again at the next check

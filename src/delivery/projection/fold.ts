@@ -196,6 +196,8 @@ export async function applyEvents(db: Pool | PoolClient, events: DeliveryEvent[]
                                                   last_response_body text, callback_function text, message_created_at bigint,
                                                   next_attempt_at bigint, delivered_at bigint, updated_at bigint)
            left join added on added.delivery_id = x.id
+          -- one lock order for every writer (fold sorts by id; a hash join would not keep it)
+          order by x.id
          on conflict (id) do update set
            ${moved.join(',\n           ')},
            webhook_id = case when ${forward} then coalesce(excluded.webhook_id, d.webhook_id) else d.webhook_id end,

@@ -89,8 +89,22 @@ export async function rebuildDeliveries(ctx: AppContext, opts: { project?: strin
 
     const where = opts.project ? 'where project_ref = $1' : '';
     const params = opts.project ? [opts.project] : [];
-    await ctx.db.query(`delete from delivery_attempts where delivery_id in (select id from deliveries ${where})`, params);
-    await ctx.db.query(`delete from deliveries ${where}`, params);
+    // The live projector writes both tables in one statement, counting new attempts into
+    // deliveries.total_attempts: it is kept out while both deletes run, or an attempt counted
+    // between them would survive the first delete and lose its count in the replay.
+    const c = await ctx.db.connect();
+    try {
+      await c.query('begin');
+      await c.query('lock table deliveries in share row exclusive mode');
+      await c.query(`delete from delivery_attempts where delivery_id in (select id from deliveries ${where})`, params);
+      await c.query(`delete from deliveries ${where}`, params);
+      await c.query('commit');
+    } catch (e) {
+      await c.query('rollback').catch(() => {});
+      throw e;
+    } finally {
+      c.release();
+    }
 
     let seen = 0;
     let applied = 0;
