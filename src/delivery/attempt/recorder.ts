@@ -2,8 +2,11 @@
 // await their own record; whatever arrives while flushes are running goes into the next flush
 // ("group commit"), so under load one produce request and one INSERT carry hundreds of outcomes.
 // When idle, a flush starts LINGER_MS after the first record instead of at once: recording comes
-// after the request was sent, so this delays only the offset commit, and at moderate rates it
-// turns one produce request and one INSERT per outcome into one per few. Up to MAX_FLUSHES flushes run at once
+// after the request was sent, so this delays the offset commit and the listing, never a delivery,
+// and at moderate rates it turns one produce request and one INSERT per outcome into one per few.
+// The attempt keeps its dispatcher slot until recorded: with DISPATCH_CONCURRENCY below BACKLOG a
+// consumer makes at most about concurrency / LINGER_MS attempts a second (the default 256 is far
+// from it), and a crash finds up to LINGER_MS more of attempts made but not recorded, made again. Up to MAX_FLUSHES flushes run at once
 // on a producer of its own (not idempotent, pipelined): a produce round trip under load, not CPU,
 // is what bounds throughput, and the projection neither needs events in order across deliveries
 // nor minds a duplicate from a producer retry.
