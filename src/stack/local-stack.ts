@@ -127,7 +127,8 @@ async function pgUp(cfg: Config, log: Log): Promise<void> {
     );
     if (run.user) chownTree(d.pgdata, run.user);
   }
-  // Written at every start, so a cluster made by an older version gets today's settings too.
+  // Written at every start, so a cluster made by an older version gets today's settings too (and
+  // an ALTER SYSTEM made by hand on this development cluster is undone at its next start).
   // A slot and a walsender per project whose connector runs; 256 leaves room for the benchmark's
   // 100 idle projects beside the test suite's (docs/benchmark.md).
   const conf = [
