@@ -257,10 +257,22 @@ function spawnJava(cfg: Config, part: PartName, heap: string, mainClass: string,
   return child.pid!;
 }
 
+/** How long a broker may take to answer after its start: loading thousands of partitions takes minutes. */
+const KAFKA_START_MS = 300_000;
+
 async function kafkaUp(cfg: Config, log: Log): Promise<void> {
   const d = dirs(cfg);
   const port = cfg.STACK_KAFKA_PORT;
-  if (readPid(cfg, 'kafka') && (await kafkaReady(cfg))) return log(`kafka: already running on 127.0.0.1:${port}`);
+  const running = readPid(cfg, 'kafka');
+  if (running && (await kafkaReady(cfg))) return log(`kafka: already running on 127.0.0.1:${port}`);
+  if (running) {
+    // still starting (a broker with many partitions, e.g. after many test runs, takes minutes to
+    // load them): wait for it rather than start a second one, which could not bind the
+    // controller port and would leave the first one running with nobody recording its pid
+    log(`kafka: starting (pid ${running}); waiting for it`);
+    await waitFor('kafka', () => kafkaReady(cfg), KAFKA_START_MS, path.join(d.logs, 'kafka.log'));
+    return log(`kafka: ready on 127.0.0.1:${port} (pid ${running})`);
+  }
   if (await portOpen(port)) throw new Error(`port ${port} is taken by another process; set STACK_KAFKA_PORT to a free port`);
   mkdirSync(d.kafkaData, { recursive: true });
   const props = [
@@ -296,7 +308,7 @@ async function kafkaUp(cfg: Config, log: Log): Promise<void> {
     execFileSync(requireJava(), ['-Xmx256m', `-Dlog4j.configuration=file:${d.log4j}`, '-cp', `${d.lib}/*`, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', d.kafkaConf, '--ignore-formatted'], { stdio: 'ignore' });
   }
   const pid = spawnJava(cfg, 'kafka', cfg.STACK_KAFKA_HEAP, 'kafka.Kafka', [d.kafkaConf]);
-  await waitFor('kafka', () => kafkaReady(cfg), 90_000, path.join(d.logs, 'kafka.log'));
+  await waitFor('kafka', () => kafkaReady(cfg), KAFKA_START_MS, path.join(d.logs, 'kafka.log'));
   log(`kafka: ready on 127.0.0.1:${port} (pid ${pid})`);
 }
 
