@@ -99,6 +99,9 @@ export async function warmPipeline(ctx: PhaseCtx, table: Table): Promise<{ ok: b
   return { ok: a.complete, detail: { delivered: a.delivered, expected: a.expected, seconds: round((a.lastAt - r.startedAt) / 1000, 2) } };
 }
 
+/** The processes of the stack and the service: what the idle figure and the whole path's CPU count. */
+export const PATH_PROCESSES = ['service', 'kafka', 'connect', 'postgres'];
+
 /**
  * Idle cost: nothing is sent for `seconds` while `idleProjects` projects (connectors stopped by the
  * supervisor) are present. The figure is the CPU of every process of the stack and the service
@@ -119,7 +122,7 @@ export async function idlePhase(ctx: PhaseCtx, seconds: number, idleProjects: ()
       .filter(([k]) => !['machine_busy_share', 'wall_s'].includes(k))
       .map(([k, v]) => [k, round((v * 1000) / wall, 1)!]),
   );
-  const parts = ['service', 'kafka', 'connect', 'postgres'];
+  const parts = PATH_PROCESSES;
   const total = parts.reduce((n, k) => n + (d.cpu_s[k] ?? 0), 0);
   const idle = Math.min(before, after);
   const perProject = idle > 0 ? round((total * 1000) / wall / idle, 2) : null;

@@ -11,7 +11,7 @@ import { BenchService, resolveStack } from './environment.js';
 import { LoadGenerator, TABLES, tableDdl } from './load.js';
 import { Receipts } from './receipts.js';
 import { ProcWatch, pidFromFile, processAgeSeconds } from './proc.js';
-import { BaselineWorker, baselinePhase, commitPhase, e2ePhase, holPhase, idlePhase, latencyPhase, warmPipeline, type Phase, type PhaseCtx, type Settings } from './phases.js';
+import { BaselineWorker, PATH_PROCESSES, baselinePhase, commitPhase, e2ePhase, holPhase, idlePhase, latencyPhase, warmPipeline, type Phase, type PhaseCtx, type Settings } from './phases.js';
 import { latencySvg, table, targetsMet, type Figures } from './report.js';
 import { findProfile, summariseProfile } from './profile.js';
 import { OutboxTap } from './tap.js';
@@ -303,7 +303,7 @@ async function main() {
 function pathCpuPerMessage(e2e: Phase | null): number | null {
   const per = e2e?.detail.cpu_ms_per_message as Record<string, number> | undefined;
   if (!per) return null;
-  return Math.round(['service', 'kafka', 'connect', 'postgres'].reduce((n, k) => n + (per[k] ?? 0), 0) * 1000) / 1000;
+  return Math.round(PATH_PROCESSES.reduce((n, k) => n + (per[k] ?? 0), 0) * 1000) / 1000;
 }
 
 main()

@@ -37,6 +37,17 @@ export async function dropDatabase(name: string): Promise<void> {
   }
 }
 
+/** One statement on a connection of its own (opened and closed around it). */
+export async function sql(url: string, text: string, params: unknown[] = []): Promise<pg.QueryResult> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await c.query(text, params);
+  } finally {
+    await c.end();
+  }
+}
+
 /** Waits until fn returns a truthy value, or fails with what it last saw. */
 export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 30_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -9,22 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registry } from '../../src/lib/metrics.js';
 import { ConnectorSupervisor, restartBackoffMs } from '../../src/outbox/supervisor.js';
 import { slotName } from '../../src/outbox/index.js';
-import { eventually, stack } from '../helpers/env.js';
+import { eventually, sql, stack } from '../helpers/env.js';
 import { Receiver } from '../helpers/receiver.js';
 import { runAdmin } from '../helpers/delivery-tools.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 
 const admin = () => new pg.Client({ connectionString: stack().adminDatabaseUrl });
-
-async function sql(url: string, text: string, params: unknown[] = []) {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await c.query(text, params);
-  } finally {
-    await c.end();
-  }
-}
 
 describe('connector supervision', () => {
   let svc: TestService;

@@ -18,10 +18,13 @@ export interface AssertionContext {
 
 export interface AssertionValues {
   assertionId: string;
+  /** The email NameID, trimmed, exactly as the IdP signed it (not lower-cased). */
   nameId: string;
   nameIdFormat: string;
   issuer: string;
+  /** Attribute values by attribute Name, in document order; only plain-text values. */
   attributes: Record<string, string[]>;
+  /** When this assertion stops being acceptable (before skew); keep replay records until then + skew. */
   notOnOrAfter: Date;
   sessionIndex?: string;
 }

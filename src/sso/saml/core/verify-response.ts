@@ -2,7 +2,7 @@
 // into a verified assertion, or refuses it with SamlError('invalid_saml_response', reason).
 // Pure: no I/O. Replay protection is the caller's: it must record responseId and assertionId
 // until notOnOrAfter + clockSkewMs and refuse any it has seen.
-import { readSignedAssertion } from './assertion.js';
+import { readSignedAssertion, type AssertionValues } from './assertion.js';
 import { SamlError } from './errors.js';
 import type { IdpMetadata } from './metadata.js';
 import { assertResponseRoot, assertSuccessStatus, checkResponseEnvelope } from './response.js';
@@ -23,18 +23,9 @@ export interface AcsExpectations {
   clockSkewMs: number;
 }
 
-export interface VerifiedAssertion {
+/** The signed assertion's values, and the ID of the Response that carried it. */
+export interface VerifiedAssertion extends AssertionValues {
   responseId: string;
-  assertionId: string;
-  /** The email NameID, trimmed, exactly as the IdP signed it (not lower-cased). */
-  nameId: string;
-  nameIdFormat: string;
-  issuer: string;
-  /** Attribute values by attribute Name, in document order; only plain-text values. */
-  attributes: Record<string, string[]>;
-  /** When this assertion stops being acceptable (before skew); keep replay records until then + skew. */
-  notOnOrAfter: Date;
-  sessionIndex?: string;
 }
 
 // Far above any real response (large group lists stay well under 100 KiB) but bounded, so that a

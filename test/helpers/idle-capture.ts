@@ -1,0 +1,53 @@
+// The fixture of the idle-capture tests: a service whose supervisor runs every second, a project
+// with a webhook on public.crates pointing at a receiver (so its outbox, slot and connector exist),
+// and what those tests look at: Connect's state of the connector, the supervisor's record, the
+// notes the receiver got. `env` sets the capture timings under test.
+import { expect } from 'vitest';
+import { slotName } from '../../src/outbox/index.js';
+import { sql, stack } from './env.js';
+import { Receiver } from './receiver.js';
+import { startTestService, type TestProject, type TestService } from './service.js';
+
+export interface IdleCaptureFixture {
+  svc: TestService;
+  project: TestProject;
+  receiver: Receiver;
+  /** the project's connector's name */
+  connector: string;
+  /** Connect's state of the project's connector (RUNNING, STOPPED, …) */
+  connectState(): Promise<string>;
+  /** the supervisor's row: state, stopped_at, resumed_at */
+  supervised(): Promise<{ state: string; stopped_at: Date | null; resumed_at: Date | null }>;
+  /** the `note` of every row the receiver got */
+  notes(): string[];
+  insert(note: string): Promise<unknown>;
+  /** whether the project's slot has a walsender */
+  walsender(): Promise<boolean | undefined>;
+  stop(): Promise<void>;
+}
+
+export async function startIdleCapture(env: Record<string, string>): Promise<IdleCaptureFixture> {
+  const receiver = new Receiver();
+  await receiver.start();
+  const svc = await startTestService({ roles: ['api', 'dispatcher', 'projector'], env: { CONNECTOR_SUPERVISE_INTERVAL: '1s', CAPTURE_WAKE_INTERVAL: '500ms', ...env } });
+  const project = await svc.project('enterprise');
+  await sql(project.databaseUrl, 'create table public.crates (id bigserial primary key, note text)');
+  const r = await svc.api(project.ownerToken, 'POST', `/v1/projects/${project.ref}/webhooks`, { table: 'public.crates', events: ['INSERT'], url: `${receiver.url}/hook` });
+  expect(r.status).toBe(201);
+  const connector = `outbox.${svc.cfg.TOPIC_PREFIX}.${project.ref}`;
+  return {
+    svc,
+    project,
+    receiver,
+    connector,
+    connectState: async () => ((await (await fetch(`${stack().connectUrl}/connectors/${connector}/status`)).json()) as { connector: { state: string } }).connector.state,
+    supervised: async () => (await svc.ctx.db.query('select state, stopped_at, resumed_at from connector_supervision where project_ref = $1', [project.ref])).rows[0],
+    notes: () => receiver.requests.map((q) => JSON.parse(q.body).record.note as string),
+    insert: (note) => sql(project.databaseUrl, 'insert into public.crates (note) values ($1)', [note]),
+    walsender: async () => (await sql(project.databaseUrl, 'select active from pg_replication_slots where slot_name = $1', [slotName(project.ref, svc.cfg.TOPIC_PREFIX)])).rows[0]?.active,
+    async stop() {
+      await svc.stop();
+      await receiver.stop();
+    },
+  };
+}
