@@ -33,7 +33,8 @@ import { hostname } from 'node:os';
 
 type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs' | 'log'>;
 
-const LOCK_KEY = 0x636f6e6e; // "conn"
+/** The session advisory lock (control database) whose holder supervises. */
+export const LOCK_KEY = 0x636f6e6e; // "conn"
 const FIRST_BACKOFF_MS = 5_000;
 /** running this long after a restart: the restart counter starts from zero again */
 const STABLE_MS = 60_000;

@@ -3,8 +3,10 @@
 // and what those tests look at: Connect's state of the connector, the supervisor's record, the
 // notes the receiver got. `env` sets the capture timings under test.
 import { expect } from 'vitest';
+import pg from 'pg';
 import { slotName } from '../../src/outbox/index.js';
-import { sql, stack } from './env.js';
+import { LOCK_KEY } from '../../src/outbox/supervisor.js';
+import { dbUrl, eventually, sql, stack } from './env.js';
 import { Receiver } from './receiver.js';
 import { startTestService, type TestProject, type TestService } from './service.js';
 
@@ -23,6 +25,12 @@ export interface IdleCaptureFixture {
   insert(note: string): Promise<unknown>;
   /** whether the project's slot has a walsender */
   walsender(): Promise<boolean | undefined>;
+  /**
+   * Takes supervision away from the service, the way another process would: ends the session that
+   * holds the supervisor's advisory lock and holds the lock itself until the returned function is
+   * called. Meanwhile nothing stops, resumes or restarts the connector behind the test's back.
+   */
+  holdSupervision(): Promise<() => Promise<void>>;
   stop(): Promise<void>;
 }
 
@@ -45,6 +53,18 @@ export async function startIdleCapture(env: Record<string, string>): Promise<Idl
     notes: () => receiver.requests.map((q) => JSON.parse(q.body).record.note as string),
     insert: (note) => sql(project.databaseUrl, 'insert into public.crates (note) values ($1)', [note]),
     walsender: async () => (await sql(project.databaseUrl, 'select active from pg_replication_slots where slot_name = $1', [slotName(project.ref, svc.cfg.TOPIC_PREFIX)])).rows[0]?.active,
+    async holdSupervision() {
+      const c = new pg.Client({ connectionString: dbUrl(svc.controlDb) });
+      c.on('error', () => {});
+      await c.connect();
+      const holder = `select pid from pg_locks where locktype = 'advisory' and objid = $1 and objsubid = 1 and granted and database = (select oid from pg_database where datname = current_database())`;
+      await eventually(async () => (await c.query(holder, [LOCK_KEY])).rowCount! > 0, 30_000, 'the service to supervise');
+      await c.query(`select pg_terminate_backend(pid) from (${holder}) h`, [LOCK_KEY]);
+      await c.query('select pg_advisory_lock($1)', [LOCK_KEY]);
+      return async () => {
+        await c.end();
+      };
+    },
     async stop() {
       await svc.stop();
       await receiver.stop();

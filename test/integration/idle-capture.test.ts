@@ -37,11 +37,15 @@ describe('idle capture', () => {
 
   it('a row committed while the connector stops, before it was captured, resumes it at once (the slot is peeked)', async () => {
     // the connector stops with a row uncaptured: stopped first by hand, the row committed, then the
-    // supervisor's stop procedure runs (its stop is idempotent) and must find the row in the slot
+    // supervisor's stop procedure runs (its stop is idempotent) and must find the row in the slot.
+    // The service's supervisor is kept out meanwhile: it would resume a connector it did not stop
+    // (or wake it at the write), and the row would be captured before the procedure looks.
+    const release = await f.holdSupervision();
     await fetch(`${stack().connectUrl}/connectors/${f.connector}/stop`, { method: 'PUT' });
     await eventually(async () => (await f.walsender()) === false, 30_000, 'the slot without reader');
     await f.insert('committed during the stop');
     const r = await stopIdleConnector(f.svc.ctx, f.project.ref, f.connector);
+    await release();
     expect(r).toMatchObject({ stopped: false, reason: expect.stringContaining('not captured yet') });
     await eventually(async () => f.notes().includes('committed during the stop'), 60_000, 'the row found in the slot');
   });
