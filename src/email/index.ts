@@ -5,3 +5,4 @@ export * from './direct.js';
 export * from './transport.js';
 export * from './dev-sink.js';
 export * from './dev-mail-routes.js';
+export * from './owner-notice.js';
