@@ -178,6 +178,25 @@ const schema = z.object({
   CAPTURE_REFRESH_RUN: duration.prefault('30s'),
   /** WAL a replication slot may retain before /health and the logs warn (bytes; suffixes kB, MB, GB). */
   SLOT_RETAINED_WAL_WARN: bytes.prefault('1GB'),
+  /**
+   * Circuit breaker per endpoint (a webhook, or a target host of base.http_request): it opens when,
+   * within one CIRCUIT_WINDOW, at least CIRCUIT_FAILURE_THRESHOLD attempts failed for the endpoint's
+   * fault (5xx, 408, 429, timeout, network error) and they were at least CIRCUIT_FAILURE_RATIO of
+   * the attempts. Open, it sends nothing and holds the endpoint's messages; a single probe goes
+   * after CIRCUIT_COOLDOWN (doubling per failed probe up to CIRCUIT_COOLDOWN_MAX), and when one
+   * succeeds the held messages are released at CIRCUIT_RELEASE_RATE per second. 0 threshold: off.
+   */
+  CIRCUIT_FAILURE_THRESHOLD: z.coerce.number().int().min(0).max(100_000).default(10),
+  CIRCUIT_FAILURE_RATIO: z.coerce.number().min(0).max(1).default(0.5),
+  CIRCUIT_WINDOW: duration.prefault('60s'),
+  CIRCUIT_COOLDOWN: duration.prefault('30s'),
+  CIRCUIT_COOLDOWN_MAX: duration.prefault('10m'),
+  CIRCUIT_RELEASE_RATE: z.coerce.number().int().min(1).max(10_000).default(50),
+  /**
+   * An endpoint whose circuit has stayed open this long (every probe failing) is given up on: a
+   * webhook is disabled and its owner emailed; held messages of a host end dead. 0: never.
+   */
+  ENDPOINT_DISABLE_AFTER: duration.prefault('5d'),
   /** Callbacks (callback_function): statement timeout of one call, calls per final outcome, first delay between calls (doubling, × RETRY_TIME_SCALE). */
   CALLBACK_TIMEOUT: duration.prefault('5s'),
   CALLBACK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),

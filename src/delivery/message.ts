@@ -13,6 +13,11 @@
 //                       consumer pauses its partition until the head record is due
 //   run-started-at      epoch ms a manual retry / replay started run > 1; its age budget counts
 //                       from here (kept while the run moves up the ladder, dropped by a new run)
+//   held-ms             milliseconds this run has spent held for its endpoint (circuit open, rate
+//                       limit; delivery/endpoints/); added to the run's age budget, dropped by a new run
+//   released            set by the releaser on a record it puts back: 'probe' (the one attempt of a
+//                       half-open circuit), 'paced' (released after the circuit closed or within the
+//                       rate limit) or 'expire' (the endpoint was given up on: end dead, no request)
 // Records without run/attempt/first-created-at/due-at (everything Debezium writes) mean run 1,
 // attempt 1, created_at from the payload, due now. The value bytes are never re-encoded when a
 // message is republished, so what is on the retry and dead topics is exactly what SQL enqueued.
@@ -82,9 +87,16 @@ export interface OutboxMessage {
   dueAt: number;
   /** epoch ms a manual retry or replay started this run (header run-started-at); its age budget counts from here */
   runStartedAt?: number;
+  /** ms this run has been held for its endpoint (header held-ms): the age budget is extended by it */
+  heldMs?: number;
+  /** how the releaser put this record back (header released), if it did */
+  released?: Released;
   /** the record's value exactly as it arrived; republish this, never a re-serialisation */
   rawValue: Buffer;
 }
+
+export type Released = 'probe' | 'paced' | 'expire';
+const RELEASED: readonly string[] = ['probe', 'paced', 'expire'];
 
 export class MalformedMessageError extends Error {}
 
@@ -129,6 +141,8 @@ export function decodeMessage(record: Pick<KafkaMessage, 'headers' | 'value' | '
     firstCreatedAt: header(record.headers, 'first-created-at') ?? payload.created_at ?? new Date().toISOString(),
     dueAt: due ? Number(due) || 0 : 0,
     runStartedAt: Number(header(record.headers, 'run-started-at')) || undefined,
+    heldMs: Number(header(record.headers, 'held-ms')) || undefined,
+    released: (RELEASED.find((r) => r === header(record.headers, 'released')) as Released | undefined) ?? undefined,
     rawValue: record.value,
   };
 }
@@ -143,6 +157,7 @@ export function encodeMessage(
   next: Partial<Pick<OutboxMessage, 'run' | 'attempt' | 'dueAt'>> = {},
   extraHeaders: Record<string, string> = {},
 ): { key: string; value: Buffer; headers: Record<string, string> } {
+  const sameRun = (next.run ?? msg.run) === msg.run;
   return {
     key: msg.id,
     value: msg.rawValue,
@@ -154,7 +169,8 @@ export function encodeMessage(
       attempt: String(next.attempt ?? msg.attempt),
       'first-created-at': msg.firstCreatedAt,
       'due-at': String(next.dueAt ?? msg.dueAt),
-      ...(msg.runStartedAt && (next.run ?? msg.run) === msg.run ? { 'run-started-at': String(msg.runStartedAt) } : {}),
+      ...(msg.runStartedAt && sameRun ? { 'run-started-at': String(msg.runStartedAt) } : {}),
+      ...(msg.heldMs && sameRun ? { 'held-ms': String(msg.heldMs) } : {}),
       ...extraHeaders,
     },
   };

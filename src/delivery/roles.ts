@@ -15,15 +15,19 @@ import { startHousekeeping } from './housekeeping.js';
 import { startProjector } from './projection/projector.js';
 import { KafkaRetryLadder, type RetryLadder } from './retry/ladder.js';
 import { logFatal, type OnFatal, type Worker } from './worker.js';
+import { EndpointHealth } from './endpoints/health.js';
+import { EndpointGate } from './endpoints/gate.js';
+import { startReleaser } from './endpoints/releaser.js';
 
 export const dispatcherGroup = (ctx: Pick<AppContext, 'cfg'>) => `${ctx.cfg.TOPIC_PREFIX}.dispatcher`;
 
 /** Everything an attempt needs, shared by the main dispatcher and the retry consumer. */
-export function createPipeline(ctx: AppContext, ladder: RetryLadder) {
+export function createPipeline(ctx: AppContext, ladder: RetryLadder, health?: EndpointHealth) {
   // Keep-alive pooled connections per origin; the limit on attempts in flight is the dispatcher's.
   const http = createGuardedDispatcher({ allow: makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS), keepAliveTimeout: 4_000 });
   const recorder = new OutcomeRecorder(ctx);
-  const pipeline = new AttemptPipeline({ ctx, directory: new DeliveryDirectory(ctx), http, recorder, ladder });
+  const gate = health?.enabled ? new EndpointGate(ctx, health) : undefined;
+  const pipeline = new AttemptPipeline({ ctx, directory: new DeliveryDirectory(ctx), http, recorder, ladder, gate });
   return {
     pipeline,
     async close() {
@@ -40,7 +44,11 @@ export function createPipeline(ctx: AppContext, ladder: RetryLadder) {
 export async function startWorkers(ctx: AppContext, roles: string[], onFatal: OnFatal = logFatal(ctx)): Promise<Worker[]> {
   const workers: Worker[] = [];
   if (roles.includes('dispatcher')) {
-    const { pipeline, close } = createPipeline(ctx, new KafkaRetryLadder(ctx));
+    // circuit breaker, rate limits and held messages (endpoints/): shared by both consumers
+    const health = new EndpointHealth(ctx);
+    if (health.enabled) health.start();
+    const releaser = health.enabled ? startReleaser(ctx, health) : null;
+    const { pipeline, close } = createPipeline(ctx, new KafkaRetryLadder(ctx), health);
     const retries = await startRetryConsumer(ctx, pipeline, onFatal);
     // callbacks react to the final outcomes both consumers record
     const callbacks = await startCallbacks(ctx, onFatal);
@@ -60,7 +68,9 @@ export async function startWorkers(ctx: AppContext, roles: string[], onFatal: On
     workers.push({
       name: 'dispatcher',
       async stop() {
+        await releaser?.stop();
         await Promise.all([consumer, retries, callbacks, housekeeping, supervisor].map((w) => w.stop()));
+        await health.stop();
         await close();
       },
     });

@@ -65,6 +65,40 @@ export const slotCaptureLagSecondsMax = new Gauge({
   registers: [registry],
 });
 
+export const endpointCircuitTransitions = new Counter({
+  name: 'integrations_endpoint_circuit_transitions_total',
+  help: 'Circuit breaker transitions made by this process, by the state entered (open, half_open, closed)',
+  labelNames: ['to'] as const,
+  registers: [registry],
+});
+
+export const endpointCircuits = new Gauge({
+  name: 'integrations_endpoint_circuits',
+  help: 'Endpoints (webhooks, http target hosts) by circuit state other than closed, as of this process\'s last reading',
+  labelNames: ['state'] as const,
+  registers: [registry],
+});
+
+export const endpointHeldMessages = new Gauge({
+  name: 'integrations_endpoint_held_messages',
+  help: 'Messages held for their endpoint (circuit open or rate limit), as of this process\'s last reading',
+  registers: [registry],
+});
+
+export const endpointHolds = new Counter({
+  name: 'integrations_endpoint_holds_total',
+  help: 'Messages this process held instead of attempting, by reason (circuit, rate_limit)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
+export const endpointReleases = new Counter({
+  name: 'integrations_endpoint_releases_total',
+  help: 'Held messages put back on the outbox topic by this process, by mode (probe, paced, expire)',
+  labelNames: ['mode'] as const,
+  registers: [registry],
+});
+
 export interface MetricsServer {
   port: number;
   close(): Promise<void>;

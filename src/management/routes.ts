@@ -11,6 +11,7 @@ import { projectUrl } from '../projects/index.js';
 import { registerSecrets } from './secrets.js';
 import { registerSmtp } from './smtp.js';
 import { registerWebhooks } from './webhooks.js';
+import { registerEndpoints } from './endpoints.js';
 
 export async function registerManagement(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const guard = ownerGuard(ctx);
@@ -42,6 +43,7 @@ export async function registerManagement(app: FastifyInstance, ctx: AppContext):
 
   registerProjectSettings(app, ctx);
   registerWebhooks(app, ctx);
+  registerEndpoints(app, ctx);
   registerSecrets(app, ctx);
   registerSmtp(app, ctx);
   registerAudit(app, ctx);

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { aad, type SecretBox } from '../lib/secret-box.js';
 import { iso } from '../http/index.js';
-import { newEd25519Key } from '../delivery/index.js';
+import { healthyCircuit, newEd25519Key, type CircuitView, type replayOffer } from '../delivery/index.js';
 import type { WebhookEvent } from './webhook-input.js';
 
 export interface WebhookRow {
@@ -34,13 +34,23 @@ export interface WebhookRow {
   /** scheme and public key of the current signing key */
   signature_scheme: SignatureScheme | null;
   public_key: string | null;
+  rate_limit: number | null;
+  /** 'failing' when the service disabled it (endpoint protection), else null */
+  disabled_reason: string | null;
+  disabled_at: Date | null;
 }
 
 /** v1: HMAC-SHA256 with a shared whsec_ secret; v1a: ed25519, verified with the whpk_ public key. */
 export type SignatureScheme = 'v1' | 'v1a';
 
+/** What the dispatcher knows of the webhook's endpoint (delivery/endpoints/view.ts). */
+export interface EndpointExtras {
+  circuit: CircuitView;
+  replay_offer?: Awaited<ReturnType<typeof replayOffer>>;
+}
+
 /** The webhook record every route returns (never a secret). */
-export function webhookRecord(w: WebhookRow) {
+export function webhookRecord(w: WebhookRow, extras?: EndpointExtras) {
   return {
     id: w.id,
     name: w.name,
@@ -51,6 +61,11 @@ export function webhookRecord(w: WebhookRow) {
     headers: w.headers,
     timeout_ms: w.timeout_ms,
     enabled: w.enabled,
+    rate_limit: w.rate_limit,
+    disabled_reason: w.disabled_reason,
+    disabled_at: iso(w.disabled_at),
+    circuit: extras?.circuit ?? healthyCircuit(w.id),
+    ...(extras?.replay_offer ? { replay_offer: extras.replay_offer } : {}),
     signature_scheme: w.signature_scheme ?? 'v1',
     public_key: w.public_key,
     signing_secret_created_at: iso(w.secret_created_at),
@@ -90,22 +105,27 @@ export interface WebhookFields {
   headers: Record<string, string>;
   timeout_ms: number;
   enabled: boolean;
+  /** requests per second at most, across all dispatchers; null: no limit */
+  rate_limit: number | null;
 }
 
 export async function insertWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
   await q.query(
-    `insert into webhooks (id, project_ref, name, schema_name, table_name, events, url, headers, timeout_ms, enabled, update_columns)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-    [id, ref, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns],
+    `insert into webhooks (id, project_ref, name, schema_name, table_name, events, url, headers, timeout_ms, enabled, update_columns, rate_limit)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    [id, ref, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit],
   );
 }
 
 export async function updateWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
   await q.query(
     `update webhooks set name = $3, schema_name = $4, table_name = $5, events = $6, url = $7, headers = $8, timeout_ms = $9,
-            enabled = $10, update_columns = $11, updated_at = now()
+            enabled = $10, update_columns = $11, rate_limit = $12, updated_at = now(),
+            -- enabled again (by the owner): no longer disabled by the service
+            disabled_reason = case when $10 then null else disabled_reason end,
+            disabled_at = case when $10 then null else disabled_at end
       where project_ref = $1 and id = $2`,
-    [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns],
+    [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit],
   );
 }
 

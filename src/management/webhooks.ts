@@ -15,9 +15,12 @@ import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody,
 import { MAX_HEADERS, HEADER_VALUE_MAX, TIMEOUT_MAX_MS, TIMEOUT_MIN_MS, URL_MAX_LENGTH, checkHeaders, checkUpdateColumnsEvents, checkWebhookUrl, parseTableName, UPDATE_COLUMNS_MAX, type WebhookEvent } from './webhook-input.js';
 import {
   addSigningSecret, deleteWebhook, getWebhook, insertWebhook, listWebhooks, rotateSigningSecret, updateWebhook, webhookRecord,
+  type EndpointExtras,
   type SignatureScheme,
   type WebhookFields,
+  type WebhookRow,
 } from './webhook-store.js';
+import { endpointViews, healthyCircuit, replayOffer, type CircuitView } from '../delivery/index.js';
 
 type Ctx = Pick<AppContext, 'db' | 'box' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
 
@@ -41,7 +44,13 @@ const fields = {
     description: 'extra request headers; values may contain {{secret:NAME}}',
   },
   timeout_ms: { type: 'integer', minimum: TIMEOUT_MIN_MS, maximum: TIMEOUT_MAX_MS, description: `default 10000` },
-  enabled: { type: 'boolean', description: 'default true; false removes the trigger until re-enabled' },
+  enabled: { type: 'boolean', description: 'default true; false removes the trigger until re-enabled. true also ends a disabling by the service (disabled_reason) and resets the circuit' },
+  rate_limit: {
+    type: ['integer', 'null'],
+    minimum: 1,
+    maximum: 10_000,
+    description: 'at most this many requests per second to the URL, across all dispatcher processes; messages beyond it wait (no attempt spent). null: no limit',
+  },
   signature_scheme: {
     type: 'string',
     enum: ['v1', 'v1a'],
@@ -57,6 +66,26 @@ const patchBody = {
   properties: { ...fields, rotate_secret: { type: 'boolean', description: 'true issues a new signing secret, returned once' } },
 } as const;
 
+export const circuit = {
+  type: 'object',
+  description: 'the circuit breaker of this endpoint (docs/delivery.md, Endpoint protection)',
+  properties: {
+    endpoint: { type: 'string', description: 'webhook:<id> or host:<hostname>' },
+    webhook_id: { type: ['string', 'null'] },
+    state: { type: 'string', enum: ['closed', 'open', 'half_open'] },
+    held_messages: { type: 'integer', description: 'messages waiting for this endpoint (no attempt spent)' },
+    failures_in_window: { type: 'integer' },
+    attempts_in_window: { type: 'integer' },
+    last_error: { type: ['string', 'null'] },
+    last_failure_at: { type: ['string', 'null'], format: 'date-time' },
+    opened_at: { type: ['string', 'null'], format: 'date-time' },
+    next_probe_at: { type: ['string', 'null'], format: 'date-time' },
+    failing_since: { type: ['string', 'null'], format: 'date-time' },
+    probes: { type: 'integer' },
+    failed_probes: { type: 'integer' },
+  },
+} as const;
+
 const record = {
   type: 'object',
   properties: {
@@ -69,6 +98,18 @@ const record = {
     headers: { type: 'object', additionalProperties: { type: 'string' } },
     timeout_ms: { type: 'integer' },
     enabled: { type: 'boolean' },
+    rate_limit: { type: ['integer', 'null'] },
+    disabled_reason: { type: ['string', 'null'], description: "'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise" },
+    disabled_at: { type: ['string', 'null'], format: 'date-time' },
+    circuit,
+    replay_offer: {
+      type: 'object',
+      description: 'present while the service has it disabled, and in the answer that enables it again: the bulk replay (POST .../outbox/replay body) of what ended dead while it was disabled',
+      properties: {
+        deliveries: { type: 'integer' },
+        request: { type: 'object', properties: { status: { type: 'string' }, webhook_id: { type: 'string' }, since: { type: 'string', format: 'date-time' } } },
+      },
+    },
     signature_scheme: { type: 'string', enum: ['v1', 'v1a'] },
     public_key: { type: ['string', 'null'], description: 'whpk_…: the ed25519 public key of a v1a webhook (null for v1)' },
     signing_secret_created_at: { type: ['string', 'null'], format: 'date-time' },
@@ -96,6 +137,7 @@ interface Body {
   headers?: Record<string, string>;
   timeout_ms?: number;
   enabled?: boolean;
+  rate_limit?: number | null;
   signature_scheme?: SignatureScheme;
   rotate_secret?: boolean;
 }
@@ -104,7 +146,19 @@ const origin = (url: string) => new URL(url).origin;
 // jsonb does not keep key order, so headers are compared with their keys sorted
 const canonical = (v: unknown) => JSON.stringify(v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1)) : v);
 
+/** Forgets an endpoint's failures: held messages are then released at the release pace. */
+async function resetCircuit(c: Pick<AppContext['db'], 'query'>, ref: string, webhookId: string): Promise<void> {
+  await c.query('delete from endpoint_health where project_ref = $1 and endpoint = $2', [ref, `webhook:${webhookId}`]);
+}
+
 export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
+  /** The circuit of a webhook and, while the service has it disabled, what enabling it offers to replay. */
+  async function extrasOf(w: WebhookRow, known?: CircuitView): Promise<EndpointExtras> {
+    const circuit = known ?? (await endpointViews(ctx.db, w.project_ref, [`webhook:${w.id}`]))[0] ?? healthyCircuit(w.id);
+    const offer = w.disabled_reason && w.disabled_at ? await replayOffer(ctx.db, w.project_ref, w.id, w.disabled_at) : null;
+    return { circuit, ...(offer ? { replay_offer: offer } : {}) };
+  }
+
   const allow = makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS);
   const tag = { tags: ['webhooks'], ...owner };
 
@@ -151,6 +205,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         headers: v.headers ?? {},
         timeout_ms: b.timeout_ms ?? ctx.cfg.WEBHOOK_TIMEOUT_DEFAULT_MS,
         enabled: b.enabled ?? true,
+        rate_limit: b.rate_limit ?? null,
       };
       await vetUpdateColumns(refName, f, true);
       await ensureOutboxEnabled(ctx, refName);
@@ -161,7 +216,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           action: 'webhook.create',
           resourceType: 'webhook',
           resourceId: id,
-          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled, signature_scheme: b.signature_scheme ?? 'v1' },
+          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled, rate_limit: f.rate_limit, signature_scheme: b.signature_scheme ?? 'v1' },
         });
         // Last, so a failure here rolls the webhook back; the trigger commits in its own database.
         if (f.enabled) await withProjectDb(ctx, refName, (pc) => installWebhookTrigger(pc, { id, schema: f.schema, table: f.table, events: f.events, updateColumns: f.update_columns }));
@@ -175,7 +230,11 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
   app.get<{ Params: { ref: string } }>(
     '/v1/projects/:ref/webhooks',
     { preValidation: refuseBody, schema: { ...tag, summary: "The project's webhooks (never their secrets)", params: refOnly, querystring: noQuery, response: { 200: { type: 'array', items: record }, ...errorResponses } } },
-    async (req) => (await listWebhooks(ctx.db, req.params.ref)).map(webhookRecord),
+    async (req) => {
+      const rows = await listWebhooks(ctx.db, req.params.ref);
+      const circuits = new Map((await endpointViews(ctx.db, req.params.ref)).map((v) => [v.endpoint, v]));
+      return Promise.all(rows.map(async (w) => webhookRecord(w, await extrasOf(w, circuits.get(`webhook:${w.id}`) ?? healthyCircuit(w.id)))));
+    },
   );
 
   app.get<{ Params: { ref: string; id: string } }>(
@@ -184,7 +243,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
     async (req) => {
       const w = await getWebhook(ctx.db, req.params.ref, req.params.id);
       if (!w) throw new ApiError('webhook_not_found');
-      return webhookRecord(w);
+      return webhookRecord(w, await extrasOf(w));
     },
   );
 
@@ -205,6 +264,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
       const { ref: refName, id } = req.params;
       const b = req.body;
       const v = await vet(refName, b);
+      let reenabled: Date | null = null;
       const touchesTrigger = b.table !== undefined || b.events !== undefined || b.enabled !== undefined || b.update_columns !== undefined;
       if (touchesTrigger) await ensureOutboxEnabled(ctx, refName);
       const secret = await withTransaction(ctx.db, async (c) => {
@@ -220,12 +280,16 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           headers: v.headers ?? cur.headers,
           timeout_ms: b.timeout_ms ?? cur.timeout_ms,
           enabled: b.enabled ?? cur.enabled,
+          rate_limit: b.rate_limit !== undefined ? b.rate_limit : cur.rate_limit,
         };
         const before: WebhookFields = { ...cur, schema: cur.schema_name, table: cur.table_name };
         const changed = (Object.keys(next) as (keyof WebhookFields)[]).filter((k) => canonical(next[k]) !== canonical(before[k]));
         await vetUpdateColumns(refName, next, changed.some((k) => k === 'schema' || k === 'table' || k === 'update_columns'));
+        reenabled = cur.disabled_reason && next.enabled ? cur.disabled_at : null;
         if (changed.length) {
           await updateWebhook(c, refName, id, next);
+          // a new URL, or the owner enabling it: the endpoint's failures so far no longer speak for it
+          if (changed.some((k) => k === 'url' || k === 'enabled')) await resetCircuit(c, refName, id);
           await recordAudit(c, req, refName, { action: 'webhook.update', resourceType: 'webhook', resourceId: id, details: { fields: changed } });
         }
         // A new key: asked for, or implied by a change of scheme (the outgoing key keeps signing
@@ -244,7 +308,9 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         }
         return s;
       });
-      const row = webhookRecord((await getWebhook(ctx.db, refName, id))!);
+      const w = (await getWebhook(ctx.db, refName, id))!;
+      const offer = reenabled ? await replayOffer(ctx.db, refName, id, reenabled) : null;
+      const row = webhookRecord(w, { ...(await extrasOf(w)), ...(offer ? { replay_offer: offer } : {}) });
       return secret ? { ...row, signing_secret: secret } : row;
     },
   );

@@ -12,6 +12,12 @@ export type AuditAction =
   | 'webhook.update'
   | 'webhook.rotate_secret'
   | 'webhook.delete'
+  | 'webhook.auto_disable'
+  | 'webhook.disable_notice'
+  | 'endpoint.circuit_open'
+  | 'endpoint.circuit_probe'
+  | 'endpoint.circuit_close'
+  | 'endpoint.give_up'
   | 'secret.create'
   | 'secret.replace'
   | 'secret.delete'
@@ -33,7 +39,7 @@ export type AuditAction =
 
 export interface AuditEvent {
   action: AuditAction;
-  resourceType: 'project' | 'outbox' | 'webhook' | 'secret' | 'smtp_settings' | 'delivery' | 'sso_provider' | 'user' | 'signing_key';
+  resourceType: 'project' | 'outbox' | 'webhook' | 'endpoint' | 'secret' | 'smtp_settings' | 'delivery' | 'sso_provider' | 'user' | 'signing_key';
   resourceId?: string | null;
   details?: Record<string, unknown>;
 }

@@ -19,6 +19,8 @@ import type { LadderDecision, RetryLadder } from '../retry/ladder.js';
 import { callbackOf, isoToMicros, type OutboxMessage } from '../message.js';
 import type { AttemptOutcome } from '../../outbound/index.js';
 import type { OutcomeRecorder } from './recorder.js';
+import type { EndpointGate } from '../endpoints/gate.js';
+import { endpointOf } from '../endpoints/keys.js';
 import { deliveryAttempts, deliveryAttemptSeconds, deliveryLatencySeconds } from '../../lib/metrics.js';
 
 /** How long a first attempt runs before its delivery is shown as `pending`. */
@@ -30,7 +32,12 @@ export interface PipelineDeps {
   http: Dispatcher;
   recorder: OutcomeRecorder;
   ladder: RetryLadder;
+  /** circuit breaker, rate limit and hold per endpoint (endpoints/); absent: every message is attempted */
+  gate?: EndpointGate;
 }
+
+/** 'held': the message was taken off the topic for its endpoint (no attempt, nothing recorded). */
+export type ProcessResult = 'recorded' | 'held';
 
 export class AttemptPipeline {
   readonly #channelDeps: ChannelDeps;
@@ -39,8 +46,8 @@ export class AttemptPipeline {
     this.#channelDeps = { ctx: deps.ctx, directory: deps.directory, http: deps.http };
   }
 
-  async process(msg: OutboxMessage): Promise<void> {
-    const { ctx, recorder, ladder } = this.deps;
+  async process(msg: OutboxMessage): Promise<ProcessResult> {
+    const { ctx, recorder, ladder, gate, directory } = this.deps;
     const channel = channels[msg.kind];
     const createdAt = isoToMicros(msg.firstCreatedAt) ?? Date.now() * 1000;
     const target = await channel.describe(msg, this.#channelDeps).catch((): DeliveryTarget => ({ target: '(unknown)', method: null, webhookId: null }));
@@ -64,15 +71,34 @@ export class AttemptPipeline {
               .catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state failed'));
           }, PENDING_AFTER_MS)
         : undefined;
+    const endpoint = gate ? endpointOf(msg, target) : null;
     let outcome: AttemptOutcome;
+    let sent = false;
     try {
-      outcome = ladder.beforeAttempt?.(msg) ?? (await channel.attempt(msg, this.#channelDeps));
+      outcome = ladder.beforeAttempt?.(msg) as AttemptOutcome;
+      if (!outcome) {
+        const webhook = endpoint?.webhookId ? await directory.webhook(msg.project, endpoint.webhookId) : null;
+        const admission = gate && endpoint ? await gate.admit(msg, endpoint, webhook) : { kind: 'send' as const };
+        if (admission.kind === 'hold') {
+          clearTimeout(pending);
+          await gate!.hold(msg, endpoint!, admission.reason);
+          // a message held before its first attempt is listed as pending, like one waiting to be sent
+          if (msg.attempt === 1) await recorder.record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: startedAt } })]);
+          return 'held';
+        }
+        sent = admission.kind === 'send';
+        outcome = admission.kind === 'end' ? admission.outcome : await channel.attempt(msg, this.#channelDeps);
+      }
     } catch (err) {
       // A bug or an unavailable control DB, not the target's fault: retryable.
       ctx.log.error({ err, message: msg.id, project: msg.project }, 'delivery attempt crashed');
       outcome = { outcome: 'failed', error: 'internal error during the attempt', durationMs: Date.now() - startedAt };
     } finally {
       clearTimeout(pending);
+    }
+    if (sent && endpoint) {
+      if (msg.released === 'probe') await gate!.health.probeDone(endpoint, outcome).catch((err) => ctx.log.warn({ err, message: msg.id }, 'recording the probe outcome failed; the probe is sent again later'));
+      else gate!.health.observe(endpoint, outcome);
     }
     const finishedAt = Date.now();
     deliveryAttempts.inc({ kind: msg.kind, outcome: outcome.outcome });
@@ -113,5 +139,6 @@ export class AttemptPipeline {
       { message: msg.id, project: msg.project, kind: msg.kind, run: msg.run, attempt: msg.attempt, outcome: outcome.outcome, status: outcome.httpStatus, error: outcome.error, ms: event.duration_ms },
       'delivery attempt recorded',
     );
+    return 'recorded';
   }
 }

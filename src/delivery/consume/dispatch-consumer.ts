@@ -150,8 +150,9 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       }
       const p = pipeline
         .process(msg)
-        .then(() => {
-          recent.add(key);
+        .then((result) => {
+          // a held record comes back with the same attempt key (endpoints/releaser.ts): not a duplicate
+          if (result === 'recorded') recent.add(key);
           tracker.finish(n);
           return true;
         })

@@ -33,9 +33,13 @@ export function runStartedAt(msg: Pick<OutboxMessage, 'run' | 'firstCreatedAt' |
   return micros === undefined ? Date.now() : Math.floor(micros / 1000);
 }
 
-/** The latest moment (epoch ms) an attempt of this run may be made. */
-export function deadline(p: Policy, msg: Pick<OutboxMessage, 'run' | 'firstCreatedAt' | 'runStartedAt'>): number {
-  return runStartedAt(msg) + scaled(p, p.MAX_MESSAGE_AGE);
+/**
+ * The latest moment (epoch ms) an attempt of this run may be made. Time the run spent held for its
+ * endpoint (circuit open, rate limit: header held-ms) is added: waiting for the endpoint does not
+ * consume the budget. The hold itself is bounded by ENDPOINT_DISABLE_AFTER (docs/delivery.md).
+ */
+export function deadline(p: Policy, msg: Pick<OutboxMessage, 'run' | 'firstCreatedAt' | 'runStartedAt' | 'heldMs'>): number {
+  return runStartedAt(msg) + scaled(p, p.MAX_MESSAGE_AGE) + (msg.heldMs ?? 0);
 }
 
 /** What follows a failed attempt `msg.attempt` that ended at `now`. */

@@ -1,0 +1,66 @@
+// The gate in front of every attempt (attempt/pipeline.ts): send now, wait a moment for the rate
+// limit, or hold the message for its endpoint. A held message spends no attempt and no age budget
+// (message.ts, held-ms); the releaser (releaser.ts) puts it back on the outbox topic when its
+// endpoint may be tried again.
+//
+//   - a record the releaser put back as a probe is sent (it is the half-open circuit's one try);
+//   - a record it put back as 'expire' ends dead without a request (the endpoint was given up on);
+//   - a webhook that is deleted or disabled is never held: its channel ends the message dead at once;
+//   - a circuit that is open or half-open holds every other message of its endpoint;
+//   - an endpoint with messages already held holds the new ones too (first in, first out), unless
+//     the record is one the releaser put back;
+//   - a rate-limited webhook takes a slot (rate.ts): wait for a near one, hold when none is near.
+import type { AppContext } from '../../context.js';
+import { endpointHolds } from '../../lib/metrics.js';
+import type { WebhookConfig } from '../channels/send-config.js';
+import { encodeMessage, type OutboxMessage } from '../message.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
+import type { EndpointHealth } from './health.js';
+import type { Endpoint } from './keys.js';
+import { takeSlot } from './rate.js';
+
+export type HoldReason = 'circuit' | 'rate_limit';
+export type Admission = { kind: 'send' } | { kind: 'hold'; reason: HoldReason } | { kind: 'end'; outcome: AttemptOutcome };
+
+const SEND: Admission = { kind: 'send' };
+
+export const GIVEN_UP =
+  'not attempted: the endpoint failed every probe for ENDPOINT_DISABLE_AFTER, so its held messages end here (retry or replay them once it is back)';
+
+export class EndpointGate {
+  constructor(
+    private readonly ctx: Pick<AppContext, 'db' | 'log'>,
+    readonly health: EndpointHealth,
+  ) {}
+
+  async admit(msg: OutboxMessage, e: Endpoint | null, webhook: WebhookConfig | null): Promise<Admission> {
+    if (!e) return SEND;
+    if (msg.released === 'expire') return { kind: 'end', outcome: { outcome: 'dead', error: GIVEN_UP, durationMs: 0 } };
+    if (msg.kind === 'webhook' && !webhook?.enabled) return SEND;
+    const view = this.health.view(e);
+    if (msg.released !== 'probe' && view && view.state !== 'closed') return { kind: 'hold', reason: 'circuit' };
+    if (!msg.released && view && view.held > 0) return { kind: 'hold', reason: webhook?.rateLimit ? 'rate_limit' : 'circuit' };
+    if (webhook?.rateLimit) {
+      const wait = await takeSlot(this.ctx, e, webhook.rateLimit);
+      if (wait === null) return { kind: 'hold', reason: 'rate_limit' };
+      if (wait >= 1) await new Promise((r) => setTimeout(r, wait));
+    }
+    return SEND;
+  }
+
+  /**
+   * Takes the record off the topic into held_messages: once this resolves the dispatcher may
+   * commit its offset. A record read twice is held once (unique attempt key).
+   */
+  async hold(msg: OutboxMessage, e: Endpoint, reason: HoldReason): Promise<void> {
+    const { headers } = encodeMessage(msg, { dueAt: 0 });
+    await this.ctx.db.query(
+      `insert into held_messages (project_ref, endpoint, message_id, run, attempt, reason, headers, value)
+       values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict (message_id, run, attempt) do nothing`,
+      [e.project, e.key, msg.id, msg.run, msg.attempt, reason, headers, msg.rawValue],
+    );
+    this.health.noteHeld(e);
+    endpointHolds.inc({ reason });
+    this.ctx.log.debug({ message: msg.id, project: e.project, endpoint: e.key, reason }, 'message held for its endpoint');
+  }
+}

@@ -1,0 +1,243 @@
+// The circuit breaker's bookkeeping, shared by every dispatcher process through the control database
+// (endpoint_health; docs/delivery.md, "Endpoint protection"):
+//
+//   closed ──(≥ CIRCUIT_FAILURE_THRESHOLD endpoint faults in a CIRCUIT_WINDOW, and ≥ CIRCUIT_FAILURE_RATIO
+//   │         of its attempts)──► open ──(probe_at passed, a message is held: the releaser sends one
+//   │                                    probe)──► half_open ──(probe fails)──► open, cool-down doubled
+//   └◄──────────────────────────────────────────────(probe succeeds: held messages released at a pace)
+//
+// Cheap when all is well: an attempt's outcome is counted only when it is an endpoint fault or its
+// endpoint already has a row (recent failures, or not closed), so a healthy endpoint never touches
+// the table. Counts are gathered in memory and flushed every FLUSH_MS in one statement.
+//
+// Every process reads the rows that matter (not closed, failures in the window, held messages)
+// every POLL_ACTIVE_MS while any exists, else every POLL_IDLE_MS: a circuit opened by one process
+// stops the others' sends within a second. The process that opens or closes a circuit knows at once.
+import type { AppContext } from '../../context.js';
+import { recordOperatorAudit, type AuditAction } from '../../projects/index.js';
+import { endpointCircuits, endpointCircuitTransitions, endpointHeldMessages } from '../../lib/metrics.js';
+import { endpointId, isEndpointFault, type Endpoint } from './keys.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
+
+export type CircuitState = 'closed' | 'open' | 'half_open';
+
+export interface EndpointView {
+  project: string;
+  endpoint: string;
+  state: CircuitState;
+  held: number;
+  windowFailures: number;
+}
+
+const FLUSH_MS = 250;
+const POLL_ACTIVE_MS = 1000;
+const POLL_IDLE_MS = 5000;
+/** Who the audit trail names for what the service decided by itself. */
+export const SERVICE_ACTOR = 'service (endpoint protection)';
+
+interface Delta {
+  e: Endpoint;
+  attempts: number;
+  failures: number;
+  lastError: string | null;
+}
+
+type Ctx = Pick<AppContext, 'db' | 'cfg' | 'log'>;
+
+export class EndpointHealth {
+  #views = new Map<string, EndpointView>();
+  #deltas = new Map<string, Delta>();
+  #flushTimer: NodeJS.Timeout | undefined;
+  #pollTimer: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> = Promise.resolve();
+  #stopped = false;
+  readonly #log;
+
+  constructor(private readonly ctx: Ctx) {
+    this.#log = ctx.log.child({ component: 'endpoint-health' });
+  }
+
+  get enabled(): boolean {
+    return this.ctx.cfg.CIRCUIT_FAILURE_THRESHOLD > 0;
+  }
+
+  start(): void {
+    const loop = async () => {
+      if (this.#stopped) return;
+      await this.refresh().catch((err) => this.#log.debug({ err }, 'reading endpoint health failed; trying again'));
+      if (!this.#stopped) this.#pollTimer = setTimeout(loop, this.active ? POLL_ACTIVE_MS : POLL_IDLE_MS);
+    };
+    void loop();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#pollTimer);
+    clearTimeout(this.#flushTimer);
+    await this.flush().catch(() => {});
+  }
+
+  view(e: Endpoint): EndpointView | undefined {
+    return this.#views.get(endpointId(e));
+  }
+
+  /** Anything to watch: a circuit not closed, failures in a window, or held messages. */
+  get active(): boolean {
+    return this.#views.size > 0;
+  }
+
+  views(): EndpointView[] {
+    return [...this.#views.values()];
+  }
+
+  /** Reads every endpoint with a row or held messages. */
+  async refresh(): Promise<void> {
+    const r = await this.ctx.db.query(
+      `select project_ref, endpoint, coalesce(h.state, 'closed') as state, coalesce(h.window_failures, 0) as window_failures, coalesce(m.n, 0)::int as held
+         from endpoint_health h
+         full join (select project_ref, endpoint, count(*) as n from held_messages group by 1, 2) m using (project_ref, endpoint)`,
+    );
+    const next = new Map<string, EndpointView>();
+    const states = { open: 0, half_open: 0 };
+    let held = 0;
+    for (const row of r.rows) {
+      const v: EndpointView = { project: row.project_ref, endpoint: row.endpoint, state: row.state, held: row.held, windowFailures: row.window_failures };
+      next.set(endpointId({ project: v.project, key: v.endpoint }), v);
+      if (v.state !== 'closed') states[v.state]++;
+      held += v.held;
+    }
+    this.#views = next;
+    endpointCircuits.set({ state: 'open' }, states.open);
+    endpointCircuits.set({ state: 'half_open' }, states.half_open);
+    endpointHeldMessages.set(held);
+  }
+
+  /** A message of this endpoint was held here: later ones wait behind it (first in, first out). */
+  noteHeld(e: Endpoint): void {
+    const id = endpointId(e);
+    const v = this.#views.get(id) ?? { project: e.project, endpoint: e.key, state: 'closed' as const, held: 0, windowFailures: 0 };
+    v.held++;
+    this.#views.set(id, v);
+  }
+
+  /** Counts an ordinary attempt's outcome (not a probe: probeDone). */
+  observe(e: Endpoint, outcome: AttemptOutcome): void {
+    if (!this.enabled) return;
+    const fault = isEndpointFault(outcome);
+    const id = endpointId(e);
+    if (!fault && !this.#views.has(id) && !this.#deltas.has(id)) return;
+    const d = this.#deltas.get(id) ?? { e, attempts: 0, failures: 0, lastError: null };
+    d.attempts++;
+    if (fault) {
+      d.failures++;
+      d.lastError = outcome.error ?? null;
+    }
+    this.#deltas.set(id, d);
+    this.#flushTimer ??= setTimeout(() => {
+      this.#flushTimer = undefined;
+      this.#flushing = this.#flushing.then(() => this.flush()).catch((err) => this.#log.warn({ err }, 'recording endpoint failures failed; these counts are lost'));
+    }, FLUSH_MS);
+  }
+
+  /** Writes the gathered counts and opens the circuits whose window now crosses the threshold. */
+  async flush(): Promise<void> {
+    if (this.#deltas.size === 0) return;
+    const deltas = [...this.#deltas.values()];
+    this.#deltas = new Map();
+    const { cfg } = this.ctx;
+    const cols = [deltas.map((d) => d.e.project), deltas.map((d) => d.e.key), deltas.map((d) => d.e.webhookId), deltas.map((d) => d.attempts), deltas.map((d) => d.failures), deltas.map((d) => d.lastError)];
+    const counted = await this.ctx.db.query(
+      `with d as (select * from unnest($1::text[], $2::text[], $3::uuid[], $4::int[], $5::int[], $6::text[]) as d(project_ref, endpoint, webhook_id, attempts, failures, last_error))
+       insert into endpoint_health as h (project_ref, endpoint, webhook_id, window_attempts, window_failures, last_error, last_failure_at)
+       select d.project_ref, d.endpoint, d.webhook_id, d.attempts, d.failures, d.last_error, case when d.failures > 0 then now() end
+         from d
+        where (d.failures > 0 or exists (select 1 from endpoint_health x where x.project_ref = d.project_ref and x.endpoint = d.endpoint))
+          and (d.webhook_id is null or exists (select 1 from webhooks w where w.id = d.webhook_id))
+       on conflict (project_ref, endpoint) do update set
+         window_started_at = case when h.window_started_at < now() - $7 * interval '1 millisecond' then now() else h.window_started_at end,
+         window_attempts = case when h.window_started_at < now() - $7 * interval '1 millisecond' then 0 else h.window_attempts end + excluded.window_attempts,
+         window_failures = case when h.window_started_at < now() - $7 * interval '1 millisecond' then 0 else h.window_failures end + excluded.window_failures,
+         last_error = coalesce(excluded.last_error, h.last_error),
+         last_failure_at = coalesce(excluded.last_failure_at, h.last_failure_at),
+         updated_at = now()
+       returning h.project_ref, h.endpoint, h.state, h.window_attempts, h.window_failures`,
+      [...cols, cfg.CIRCUIT_WINDOW],
+    );
+    const over = counted.rows.filter(
+      (c) => c.state === 'closed' && c.window_failures >= cfg.CIRCUIT_FAILURE_THRESHOLD && c.window_failures >= cfg.CIRCUIT_FAILURE_RATIO * c.window_attempts,
+    );
+    if (over.length === 0) return this.#track(deltas);
+    // opened only from closed: of two processes crossing the threshold at once, one opens it
+    const r = await this.ctx.db.query(
+      `update endpoint_health h
+          set state = 'open', opened_at = now(), probe_at = now() + $3 * interval '1 millisecond', probe_claimed_at = null,
+              failing_since = coalesce(h.failing_since, now()), updated_at = now()
+         from unnest($1::text[], $2::text[]) as o(project_ref, endpoint)
+        where h.project_ref = o.project_ref and h.endpoint = o.endpoint and h.state = 'closed'
+       returning h.project_ref, h.endpoint, h.window_failures, h.window_attempts, h.last_error, h.probe_at`,
+      [over.map((c) => c.project_ref), over.map((c) => c.endpoint), cfg.CIRCUIT_COOLDOWN],
+    );
+    for (const row of r.rows) {
+      const e = { project: row.project_ref, key: row.endpoint };
+      this.#setState(e, 'open');
+      endpointCircuitTransitions.inc({ to: 'open' });
+      const details = { failures: row.window_failures, attempts: row.window_attempts, window_ms: cfg.CIRCUIT_WINDOW, last_error: row.last_error, next_probe_at: row.probe_at };
+      this.#log.warn({ project: e.project, endpoint: e.key, ...details }, 'circuit opened: no requests to this endpoint until a probe succeeds; its messages are held');
+      await this.audit(e, 'endpoint.circuit_open', details);
+    }
+    this.#track(deltas);
+  }
+
+  /** Counts written: this process now counts these endpoints' successes too, until the next reading. */
+  #track(deltas: Delta[]): void {
+    for (const d of deltas) if (d.failures > 0 && !this.#views.has(endpointId(d.e))) this.#setState(d.e, 'closed');
+  }
+
+  /** The outcome of a probe (the one attempt of a half-open circuit): close, or open again for longer. */
+  async probeDone(e: Endpoint, outcome: AttemptOutcome): Promise<void> {
+    const { cfg } = this.ctx;
+    if (!isEndpointFault(outcome)) {
+      const r = await this.ctx.db.query(
+        `update endpoint_health set state = 'closed', opened_at = null, probe_at = null, probe_claimed_at = null, failed_probes = 0,
+                failing_since = null, window_started_at = now(), window_attempts = 0, window_failures = 0, updated_at = now()
+          where project_ref = $1 and endpoint = $2 and state = 'half_open' returning failing_since`,
+        [e.project, e.key],
+      );
+      if (r.rowCount) {
+        this.#setState(e, 'closed');
+        endpointCircuitTransitions.inc({ to: 'closed' });
+        this.#log.info({ project: e.project, endpoint: e.key }, 'circuit closed: the probe succeeded; held messages are released at CIRCUIT_RELEASE_RATE');
+        await this.audit(e, 'endpoint.circuit_close', { probe_outcome: outcome.outcome, http_status: outcome.httpStatus ?? null });
+      }
+      return;
+    }
+    const r = await this.ctx.db.query(
+      `update endpoint_health
+          set state = 'open', probe_claimed_at = null, failed_probes = failed_probes + 1, last_error = $3, last_failure_at = now(),
+              probe_at = now() + least($4::float8 * power(2, failed_probes + 1), $5::float8) * interval '1 millisecond', updated_at = now()
+        where project_ref = $1 and endpoint = $2 and state = 'half_open' returning probe_at, failed_probes`,
+      [e.project, e.key, outcome.error ?? null, cfg.CIRCUIT_COOLDOWN, cfg.CIRCUIT_COOLDOWN_MAX],
+    );
+    if (r.rowCount) {
+      this.#setState(e, 'open');
+      endpointCircuitTransitions.inc({ to: 'open' });
+      this.#log.warn({ project: e.project, endpoint: e.key, error: outcome.error, nextProbeAt: r.rows[0].probe_at }, 'circuit stays open: the probe failed');
+      await this.audit(e, 'endpoint.circuit_open', { after_probe: true, last_error: outcome.error ?? null, failed_probes: r.rows[0].failed_probes, next_probe_at: r.rows[0].probe_at });
+    }
+  }
+
+  #setState(e: Pick<Endpoint, 'project' | 'key'>, state: CircuitState): void {
+    const id = endpointId(e);
+    const v = this.#views.get(id) ?? { project: e.project, endpoint: e.key, state, held: 0, windowFailures: 0 };
+    v.state = state;
+    this.#views.set(id, v);
+  }
+
+  async audit(e: Pick<Endpoint, 'project' | 'key'>, action: AuditAction, details: Record<string, unknown>): Promise<void> {
+    const resourceType = e.key.startsWith('webhook:') ? 'webhook' : 'endpoint';
+    const resourceId = e.key.startsWith('webhook:') ? e.key.slice('webhook:'.length) : e.key;
+    await recordOperatorAudit(this.ctx.db, SERVICE_ACTOR, e.project, { action, resourceType, resourceId, details: { endpoint: e.key, ...details } }).catch((err) =>
+      this.#log.warn({ err, project: e.project, action }, 'writing the audit entry failed'),
+    );
+  }
+}

@@ -1,0 +1,38 @@
+// What an endpoint is, for the circuit breaker, the rate limit and the hold (docs/delivery.md,
+// "Endpoint protection"): a webhook (`webhook:<id>`), or a target host of base.http_request in one
+// project (`host:<hostname>`, from the URL as written). Per project: one project's failing path on a
+// shared host (a bad token, say) must not stop another project's requests to it. Email has no
+// endpoint of its own here: it goes to the platform's or the project's SMTP server, whose failures
+// are the operator's concern, not one recipient's.
+import type { DeliveryTarget } from '../channels/channel.js';
+import type { OutboxMessage } from '../message.js';
+import type { AttemptOutcome } from '../../outbound/index.js';
+import { targetHost } from '../recovery/replay.js';
+
+export interface Endpoint {
+  project: string;
+  /** `webhook:<uuid>` or `host:<hostname>` */
+  key: string;
+  webhookId: string | null;
+}
+
+export function endpointOf(msg: Pick<OutboxMessage, 'kind' | 'project'>, target: DeliveryTarget): Endpoint | null {
+  if (msg.kind === 'webhook') return target.webhookId ? { project: msg.project, key: `webhook:${target.webhookId}`, webhookId: target.webhookId } : null;
+  if (msg.kind !== 'http') return null;
+  const host = targetHost(target.target);
+  return host ? { project: msg.project, key: `host:${host}`, webhookId: null } : null;
+}
+
+/** Map key of an endpoint in this process's caches. */
+export const endpointId = (e: Pick<Endpoint, 'project' | 'key'>) => `${e.project}\u0000${e.key}`;
+
+/**
+ * Whether a failed attempt speaks of the endpoint's health: it answered 5xx, 408, 425, 429 (or a
+ * status we cannot judge), timed out, or could not be reached. A 4xx, a blocked target, an unknown
+ * secret or an internal error of ours is not the endpoint being down.
+ */
+export function isEndpointFault(outcome: Pick<AttemptOutcome, 'outcome' | 'httpStatus' | 'error'>): boolean {
+  if (outcome.outcome !== 'failed') return false;
+  if (outcome.httpStatus != null) return true;
+  return /^(timeout|network error)/.test(outcome.error ?? '');
+}
