@@ -8,4 +8,4 @@ export { rebuildDeliveries, projectorGroup } from './projection/projector.js';
 export { replayDeliveries, type ReplayStatus } from './recovery/replay.js';
 // the Standard Webhooks key formats, so the API issues keys in the spelling the dispatcher signs with
 export { newEd25519Key, publicKeyOf, PUBLIC_KEY_PREFIX, SECRET_KEY_PREFIX } from './channels/signature.js';
-export { endpointViews, healthyCircuit, replayOffer, type CircuitView } from './endpoints/view.js';
+export { endpointViews, healthyCircuit, replayOffer, resetWebhookCircuit, type CircuitView } from './endpoints/view.js';

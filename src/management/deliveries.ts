@@ -97,7 +97,7 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
   // 401, 404 (not the caller's project) before the request is validated: src/http/owner-guard.ts
   const guard = ownerGuard(ctx);
 
-  app.get<{ Params: { ref: string }; Querystring: { status?: string; kind?: string; cursor?: string; limit?: string } }>(
+  app.get<{ Params: { ref: string }; Querystring: { status?: string; kind?: string; webhook_id?: string; cursor?: string; limit?: string } }>(
     '/v1/projects/:ref/outbox/deliveries',
     {
       onRequest: guard,
@@ -105,7 +105,7 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
       schema: {
         tags: ['outbox'],
         summary: 'List outbox deliveries, newest first',
-        description: 'Filter by status (pending, delivered, failed, dead) and kind (webhook, http, email); page with cursor = the previous next_cursor.',
+        description: 'Filter by status (pending, delivered, failed, dead), kind (webhook, http, email) and webhook_id; page with cursor = the previous next_cursor.',
         ...owner,
         params: refParams,
         response: { 200: listResponse, ...errorResponses },
@@ -115,6 +115,7 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
           properties: {
             status: { type: 'string', enum: STATUSES },
             kind: { type: 'string', enum: KINDS },
+            webhook_id: { type: 'string', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' },
             cursor: { type: 'string', minLength: 1, maxLength: 300 },
             limit: { type: 'string', pattern: '^[0-9]{1,3}$', description: '1 to 100, default 20' },
           },
@@ -122,13 +123,14 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
       },
     },
     async (req) => {
-      const { status, kind, cursor } = req.query;
+      const { status, kind, cursor, webhook_id: webhookId } = req.query;
       const limit = req.query.limit === undefined ? 20 : Number(req.query.limit);
       if (limit < 1 || limit > 100) throw new ApiError('validation_failed', 'querystring.limit must be between 1 and 100');
       const params: unknown[] = [req.params.ref];
       const where = ['project_ref = $1'];
       if (status) where.push(`status = $${params.push(status)}`);
       if (kind) where.push(`kind = $${params.push(kind)}`);
+      if (webhookId) where.push(`webhook_id = $${params.push(webhookId.toLowerCase())}::uuid`);
       if (cursor) {
         const [at, id] = decodeCursor(cursor);
         where.push(`(created_at, id) < ($${params.push(at)}::timestamptz, $${params.push(id)}::uuid)`);

@@ -20,7 +20,7 @@ import {
   type WebhookFields,
   type WebhookRow,
 } from './webhook-store.js';
-import { endpointViews, healthyCircuit, replayOffer, type CircuitView } from '../delivery/index.js';
+import { endpointViews, healthyCircuit, replayOffer, resetWebhookCircuit, type CircuitView } from '../delivery/index.js';
 
 type Ctx = Pick<AppContext, 'db' | 'box' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
 
@@ -145,11 +145,6 @@ interface Body {
 const origin = (url: string) => new URL(url).origin;
 // jsonb does not keep key order, so headers are compared with their keys sorted
 const canonical = (v: unknown) => JSON.stringify(v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1)) : v);
-
-/** Forgets an endpoint's failures: held messages are then released at the release pace. */
-async function resetCircuit(c: Pick<AppContext['db'], 'query'>, ref: string, webhookId: string): Promise<void> {
-  await c.query('delete from endpoint_health where project_ref = $1 and endpoint = $2', [ref, `webhook:${webhookId}`]);
-}
 
 export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
   /** The circuit of a webhook and, while the service has it disabled, what enabling it offers to replay. */
@@ -289,7 +284,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         if (changed.length) {
           await updateWebhook(c, refName, id, next);
           // a new URL, or the owner enabling it: the endpoint's failures so far no longer speak for it
-          if (changed.some((k) => k === 'url' || k === 'enabled')) await resetCircuit(c, refName, id);
+          if (changed.some((k) => k === 'url' || k === 'enabled')) await resetWebhookCircuit(c, refName, id);
           await recordAudit(c, req, refName, { action: 'webhook.update', resourceType: 'webhook', resourceId: id, details: { fields: changed } });
         }
         // A new key: asked for, or implied by a change of scheme (the outgoing key keeps signing

@@ -10,9 +10,11 @@
 // endpoint already has a row (recent failures, or not closed), so a healthy endpoint never touches
 // the table. Counts are gathered in memory and flushed every FLUSH_MS in one statement.
 //
-// Every process reads the rows that matter (not closed, failures in the window, held messages)
-// every POLL_ACTIVE_MS while any exists, else every POLL_IDLE_MS: a circuit opened by one process
-// stops the others' sends within a second. The process that opens or closes a circuit knows at once.
+// Every state change is announced with NOTIFY on CHANNEL, and every process LISTENs on one
+// connection of its own: a circuit opened by one process stops the others' sends within
+// milliseconds. Each process also reads the rows that matter (not closed, failures in the window,
+// held messages) every POLL_ACTIVE_MS while any exists, else every POLL_IDLE_MS, which catches what
+// a lost LISTEN connection missed and the held counts (which are not announced).
 import type { AppContext } from '../../context.js';
 import { recordOperatorAudit, type AuditAction } from '../../projects/index.js';
 import { endpointCircuits, endpointCircuitTransitions, endpointHeldMessages } from '../../lib/metrics.js';
@@ -30,6 +32,7 @@ export interface EndpointView {
 }
 
 const FLUSH_MS = 250;
+export const CHANNEL = 'endpoint_health';
 const POLL_ACTIVE_MS = 1000;
 const POLL_IDLE_MS = 5000;
 /** Who the audit trail names for what the service decided by itself. */
@@ -51,6 +54,7 @@ export class EndpointHealth {
   #pollTimer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> = Promise.resolve();
   #stopped = false;
+  #listener: import('pg').PoolClient | undefined;
   readonly #log;
 
   constructor(private readonly ctx: Ctx) {
@@ -62,6 +66,7 @@ export class EndpointHealth {
   }
 
   start(): void {
+    void this.#listen();
     const loop = async () => {
       if (this.#stopped) return;
       await this.refresh().catch((err) => this.#log.debug({ err }, 'reading endpoint health failed; trying again'));
@@ -75,6 +80,43 @@ export class EndpointHealth {
     clearTimeout(this.#pollTimer);
     clearTimeout(this.#flushTimer);
     await this.flush().catch(() => {});
+    const l = this.#listener;
+    this.#listener = undefined;
+    if (l) {
+      await l.query(`unlisten ${CHANNEL}`).catch(() => {});
+      l.release();
+    }
+  }
+
+  /** One connection LISTENs for state changes; a lost one is replaced after a second (the poll covers the gap). */
+  async #listen(): Promise<void> {
+    if (this.#stopped) return;
+    try {
+      const client = await this.ctx.db.connect();
+      const lost = () => {
+        if (this.#listener !== client) return;
+        this.#listener = undefined;
+        client.release(true);
+        setTimeout(() => void this.#listen(), 1000).unref();
+      };
+      client.on('error', lost);
+      client.on('end', lost);
+      client.on('notification', (n) => {
+        try {
+          const { p, e, s } = JSON.parse(n.payload ?? '{}');
+          if (s === 'gone') this.#views.delete(endpointId({ project: p, key: e }));
+          else this.#setState({ project: p, key: e }, s);
+        } catch {
+          // not ours: ignore
+        }
+      });
+      await client.query(`listen ${CHANNEL}`);
+      this.#listener = client;
+      if (this.#stopped) await this.stop();
+    } catch (err) {
+      this.#log.debug({ err }, 'listening for endpoint state changes failed; trying again');
+      setTimeout(() => void this.#listen(), 1000).unref();
+    }
   }
 
   view(e: Endpoint): EndpointView | undefined {
@@ -179,6 +221,7 @@ export class EndpointHealth {
     );
     for (const row of r.rows) {
       const e = { project: row.project_ref, key: row.endpoint };
+      await announce(this.ctx.db, e, 'open');
       this.#setState(e, 'open');
       endpointCircuitTransitions.inc({ to: 'open' });
       const details = { failures: row.window_failures, attempts: row.window_attempts, window_ms: cfg.CIRCUIT_WINDOW, last_error: row.last_error, next_probe_at: row.probe_at };
@@ -193,9 +236,25 @@ export class EndpointHealth {
     for (const d of deltas) if (d.failures > 0 && !this.#views.has(endpointId(d.e))) this.#setState(d.e, 'closed');
   }
 
-  /** The outcome of a probe (the one attempt of a half-open circuit): close, or open again for longer. */
+  /**
+   * The outcome of a probe (the one attempt of a half-open circuit): an answer from the endpoint
+   * that is not a fault (2xx, or a 4xx: it is up) closes the circuit; a fault opens it again for
+   * longer; no answer at all (an unknown secret, a blocked address, an internal error) says nothing
+   * of the endpoint, and the next held message is probed after the cool-down.
+   */
   async probeDone(e: Endpoint, outcome: AttemptOutcome): Promise<void> {
     const { cfg } = this.ctx;
+    const answered = outcome.outcome === 'delivered' || outcome.httpStatus != null;
+    if (!isEndpointFault(outcome) && !answered) {
+      await this.ctx.db.query(
+        `update endpoint_health set state = 'open', probe_claimed_at = null, probe_at = now() + $3 * interval '1 millisecond', updated_at = now()
+          where project_ref = $1 and endpoint = $2 and state = 'half_open'`,
+        [e.project, e.key, cfg.CIRCUIT_COOLDOWN],
+      );
+      await announce(this.ctx.db, e, 'open');
+      this.#setState(e, 'open');
+      return;
+    }
     if (!isEndpointFault(outcome)) {
       const r = await this.ctx.db.query(
         `update endpoint_health set state = 'closed', opened_at = null, probe_at = null, probe_claimed_at = null, failed_probes = 0,
@@ -204,6 +263,7 @@ export class EndpointHealth {
         [e.project, e.key],
       );
       if (r.rowCount) {
+        await announce(this.ctx.db, e, 'closed');
         this.#setState(e, 'closed');
         endpointCircuitTransitions.inc({ to: 'closed' });
         this.#log.info({ project: e.project, endpoint: e.key }, 'circuit closed: the probe succeeded; held messages are released at CIRCUIT_RELEASE_RATE');
@@ -219,6 +279,7 @@ export class EndpointHealth {
       [e.project, e.key, outcome.error ?? null, cfg.CIRCUIT_COOLDOWN, cfg.CIRCUIT_COOLDOWN_MAX],
     );
     if (r.rowCount) {
+      await announce(this.ctx.db, e, 'open');
       this.#setState(e, 'open');
       endpointCircuitTransitions.inc({ to: 'open' });
       this.#log.warn({ project: e.project, endpoint: e.key, error: outcome.error, nextProbeAt: r.rows[0].probe_at }, 'circuit stays open: the probe failed');
@@ -240,4 +301,9 @@ export class EndpointHealth {
       this.#log.warn({ err, project: e.project, action }, 'writing the audit entry failed'),
     );
   }
+}
+
+/** Tells every process's EndpointHealth that an endpoint's state changed ('gone': its row was removed). */
+export async function announce(q: Pick<AppContext['db'], 'query'>, e: Pick<Endpoint, 'project' | 'key'>, state: CircuitState | 'gone'): Promise<void> {
+  await q.query('select pg_notify($1, $2)', [CHANNEL, JSON.stringify({ p: e.project, e: e.key, s: state })]);
 }

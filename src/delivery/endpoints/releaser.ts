@@ -1,9 +1,9 @@
 // The releaser: puts held messages back on the outbox topic when their endpoint may be tried again,
 // and gives up on endpoints that have failed for ENDPOINT_DISABLE_AFTER. One dispatcher process at
-// a time does it (a transaction-level advisory lock per tick); it runs every TICK_MS while any
+// a time does it (an advisory lock held for the tick); it runs every TICK_MS while any
 // message is held or any circuit is not closed, and does nothing otherwise.
 //
-// Per tick, in one transaction:
+// Per tick, each step in a transaction of its own:
 //   1. give up: a circuit open since ENDPOINT_DISABLE_AFTER whose latest probe failed. A webhook
 //      is disabled (enabled = false, disabled_reason 'failing'; its trigger stays, so changes keep
 //      arriving and end dead 'webhook disabled', ready to be replayed when it is enabled again) and
@@ -23,7 +23,7 @@ import { notifyOwner } from '../../email/index.js';
 import { endpointCircuitTransitions, endpointReleases } from '../../lib/metrics.js';
 import type { Released } from '../message.js';
 import type { Worker } from '../worker.js';
-import { SERVICE_ACTOR, type EndpointHealth } from './health.js';
+import { announce, SERVICE_ACTOR, type EndpointHealth } from './health.js';
 import { recordOperatorAudit } from '../../projects/index.js';
 
 const TICK_MS = 250;
@@ -67,18 +67,17 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
     const disabled: Disabled[] = [];
     const client = await ctx.db.connect();
     try {
-      await client.query('begin');
-      if (!(await client.query('select pg_try_advisory_xact_lock($1) as ok', [LOCK_KEY])).rows[0].ok) {
-        await client.query('rollback');
-        return;
+      if (!(await client.query('select pg_try_advisory_lock($1) as ok', [LOCK_KEY])).rows[0].ok) return;
+      try {
+        // one transaction per step: a probe's claim must be committed before the probe is on the
+        // topic, or its outcome (milliseconds later) could not see the half-open state it ends
+        disabled.push(...(await inTransaction(client, () => giveUp(client))));
+        const claimed = await inTransaction(client, () => claimProbes(client));
+        for (const e of claimed) await inTransaction(client, () => sendProbe(client, e));
+        await inTransaction(client, () => release(client, dt));
+      } finally {
+        await client.query('select pg_advisory_unlock($1)', [LOCK_KEY]);
       }
-      disabled.push(...(await giveUp(client)));
-      await probe(client);
-      await release(client, dt);
-      await client.query('commit');
-    } catch (err) {
-      await client.query('rollback').catch(() => {});
-      throw err;
     } finally {
       client.release();
     }
@@ -98,6 +97,7 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
     const out: Disabled[] = [];
     for (const row of r.rows) {
       const e = { project: row.project_ref, key: row.endpoint };
+      await announce(c, e, 'gone');
       await c.query('delete from endpoint_rate where project_ref = $1 and endpoint = $2', [e.project, e.key]);
       if (row.webhook_id) {
         const w = await c.query(
@@ -131,7 +131,8 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
     return out;
   }
 
-  async function probe(c: pg.PoolClient): Promise<void> {
+  /** Open circuits whose probe is due and that have a message to probe with turn half-open. */
+  async function claimProbes(c: pg.PoolClient): Promise<{ project: string; key: string; probes: number }[]> {
     // a probe whose outcome never came (its dispatcher died) is allowed again
     await c.query(`update endpoint_health set state = 'open', probe_at = now() where state = 'half_open' and probe_claimed_at < now() - $1 * interval '1 millisecond'`, [PROBE_TIMEOUT_MS]);
     const r = await c.query(
@@ -140,18 +141,26 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
           and exists (select 1 from held_messages m where m.project_ref = h.project_ref and m.endpoint = h.endpoint)
        returning project_ref, endpoint, probes`,
     );
-    for (const row of r.rows) {
-      const e = { project: row.project_ref, key: row.endpoint };
-      await putBack(c, e.project, e.key, 'probe', 1);
-      endpointCircuitTransitions.inc({ to: 'half_open' });
-      log.info({ project: e.project, endpoint: e.key }, 'circuit half-open: one held message goes as a probe');
-      await recordOperatorAudit(c, SERVICE_ACTOR, e.project, {
-        action: 'endpoint.circuit_probe',
-        resourceType: e.key.startsWith('webhook:') ? 'webhook' : 'endpoint',
-        resourceId: e.key.startsWith('webhook:') ? e.key.slice(8) : e.key,
-        details: { endpoint: e.key, probe: row.probes },
-      });
+    for (const row of r.rows) await announce(c, { project: row.project_ref, key: row.endpoint }, 'half_open');
+    return r.rows.map((row) => ({ project: row.project_ref, key: row.endpoint, probes: row.probes }));
+  }
+
+  /** The oldest held message of a half-open endpoint goes back as its probe. */
+  async function sendProbe(c: pg.PoolClient, e: { project: string; key: string; probes: number }): Promise<void> {
+    const n = await putBack(c, e.project, e.key, 'probe', 1);
+    if (n === 0) {
+      // released meanwhile (the webhook changed): wait for the next held message
+      await c.query(`update endpoint_health set state = 'open', probe_claimed_at = null where project_ref = $1 and endpoint = $2 and state = 'half_open'`, [e.project, e.key]);
+      return;
     }
+    endpointCircuitTransitions.inc({ to: 'half_open' });
+    log.info({ project: e.project, endpoint: e.key }, 'circuit half-open: one held message goes as a probe');
+    await recordOperatorAudit(c, SERVICE_ACTOR, e.project, {
+      action: 'endpoint.circuit_probe',
+      resourceType: e.key.startsWith('webhook:') ? 'webhook' : 'endpoint',
+      resourceId: e.key.startsWith('webhook:') ? e.key.slice('webhook:'.length) : e.key,
+      details: { endpoint: e.key, probe: e.probes },
+    });
   }
 
   async function release(c: pg.PoolClient, dt: number): Promise<void> {
@@ -242,6 +251,18 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
       await running;
     },
   };
+}
+
+async function inTransaction<T>(c: pg.PoolClient, fn: () => Promise<T>): Promise<T> {
+  await c.query('begin');
+  try {
+    const out = await fn();
+    await c.query('commit');
+    return out;
+  } catch (err) {
+    await c.query('rollback').catch(() => {});
+    throw err;
+  }
 }
 
 function originOf(url: string): string {

@@ -1,6 +1,7 @@
 // How endpoints look from the Management API and the dashboard: a webhook's circuit, and every
 // endpoint of a project that is not simply healthy (GET /v1/projects/{ref}/outbox/endpoints).
 import type pg from 'pg';
+import { announce } from './health.js';
 
 type Q = Pick<pg.ClientBase, 'query'>;
 
@@ -86,4 +87,14 @@ export async function replayOffer(q: Q, ref: string, webhookId: string, disabled
   );
   if (!r.rows[0]) return null;
   return { deliveries: r.rows[0].n, request: { status: 'dead', webhook_id: webhookId, since: r.rows[0].since.toISOString() } };
+}
+
+/**
+ * Forgets a webhook's failures (its URL changed, or its owner enabled it): the circuit is closed
+ * and what is held is released at the release pace. Every dispatcher hears of it at once.
+ */
+export async function resetWebhookCircuit(q: Q, ref: string, webhookId: string): Promise<void> {
+  const e = { project: ref, key: `webhook:${webhookId}` };
+  const r = await q.query('delete from endpoint_health where project_ref = $1 and endpoint = $2', [e.project, e.key]);
+  if (r.rowCount) await announce(q, e, 'gone');
 }
