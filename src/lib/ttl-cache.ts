@@ -48,6 +48,11 @@ export class TtlCache<V> {
     return (await this.getMany([key], load)).get(key) ?? null;
   }
 
+  /** Forgets a key: its next reader loads it afresh. */
+  delete(key: string): void {
+    this.#entries.delete(key);
+  }
+
   #set(key: string, value: V | null) {
     if (this.#entries.size >= this.maxEntries) this.#entries.clear();
     this.#entries.set(key, { value, expires: Date.now() + this.ttlMs });

@@ -39,8 +39,10 @@ export class DeliveryDirectory {
     return this.#webhooks.getMany(ids.filter(isUuid), (missing) => this.#loadWebhooks(missing));
   }
 
-  async webhook(project: string, id: string): Promise<WebhookConfig | null> {
+  /** `fresh`: read it now, not from the cache (before ending a message on what the cache says). */
+  async webhook(project: string, id: string, fresh = false): Promise<WebhookConfig | null> {
     if (!isUuid(id)) return null;
+    if (fresh) this.#webhooks.delete(id);
     const w = (await this.webhooks([id])).get(id) ?? null;
     return w && w.project === project ? w : null;
   }

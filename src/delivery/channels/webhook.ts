@@ -15,7 +15,10 @@ export const webhookChannel: Channel = {
   },
 
   async attempt(msg, deps) {
-    const w = await webhookOf(msg, deps);
+    let w = await webhookOf(msg, deps);
+    // Deleted or disabled ends the message: only on what the database says now, not on a cached
+    // copy up to DELIVERY_CONFIG_TTL old (a replay right after enabling it again must be sent).
+    if (!w || !w.enabled) w = await deps.directory.webhook(msg.project, (msg.payload as WebhookPayload).webhook_id, true);
     if (!w) return { outcome: 'dead', error: 'webhook deleted', durationMs: 0 };
     if (!w.enabled) return { outcome: 'dead', error: 'webhook disabled', durationMs: 0 };
     const body = JSON.stringify((msg.payload as WebhookPayload).payload);

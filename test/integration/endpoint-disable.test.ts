@@ -1,0 +1,113 @@
+// Auto-disable on the real pipeline: a webhook whose endpoint fails every probe for
+// ENDPOINT_DISABLE_AFTER (4 s here) is disabled, its owner gets an email through the real SMTP
+// path, changes made meanwhile end dead without a request, and enabling it again offers the bulk
+// replay of what arrived while it was disabled, which then delivers them.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { startWorkers, type Worker } from '../../src/delivery/index.js';
+import { eventually } from '../helpers/env.js';
+import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
+import { ScriptedReceiver } from '../helpers/scripted-receiver.js';
+import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp-server.js';
+
+describe('endpoint protection: a webhook that keeps failing is disabled, its owner told, and its backlog replayable', () => {
+  let svc: TestService;
+  let project: TestProject;
+  let db: pg.Client;
+  let workers: Worker[] = [];
+  let smtp: TestSmtpServer;
+  const receiver = new ScriptedReceiver();
+
+  beforeAll(async () => {
+    await receiver.start('127.0.0.2');
+    smtp = await startSmtpServer();
+    svc = await startTestService({
+      roles: ['api'],
+      env: {
+        OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32',
+        RETRY_TIME_SCALE: '0.001',
+        CIRCUIT_FAILURE_THRESHOLD: '2',
+        CIRCUIT_COOLDOWN: '300ms',
+        CIRCUIT_COOLDOWN_MAX: '600ms',
+        ENDPOINT_DISABLE_AFTER: '4s',
+        SMTP_URL: smtp.url,
+        SMTP_FROM: 'Platform <no-reply@platform.test>',
+      },
+    });
+    workers = await startWorkers(svc.ctx, ['dispatcher', 'projector']);
+    project = await svc.project('pro');
+    db = new pg.Client({ connectionString: project.databaseUrl });
+    await db.connect();
+    await db.query('create table public.orders (id serial primary key, name text)');
+  });
+
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    await db?.end();
+    await svc?.stop();
+    await receiver.stop();
+    await smtp?.close();
+  });
+
+  async function call(method: string, path: string, body?: unknown) {
+    const r = await svc.api(project.ownerToken, method, `/v1/projects/${project.ref}${path}`, body);
+    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  }
+  const audit = async (action: string) => ((await call('GET', '/audit?limit=100')) as any[]).filter((e) => e.action === action);
+
+  it('disables, emails the owner, ends new changes dead unsent, and replays them once enabled again', async () => {
+    receiver.script('/orders', { status: 502 });
+    const hook = await call('POST', '/webhooks', { name: 'orders-sync', table: 'public.orders', events: ['INSERT'], url: `${receiver.url}/orders` });
+    await db.query(`insert into public.orders (name) select 'early ' || g from generate_series(1, 5) g`);
+
+    const disabled = await eventually(async () => {
+      const w = await call('GET', `/webhooks/${hook.id}`);
+      return w.enabled === false ? w : null;
+    }, 60_000, 'the webhook to be disabled');
+    expect(disabled).toMatchObject({ disabled_reason: 'failing' });
+    expect(disabled.disabled_at).not.toBeNull();
+
+    const [entry] = await audit('webhook.auto_disable');
+    expect(entry).toMatchObject({ resource_id: hook.id, actor: { operator: expect.stringContaining('service') } });
+    expect(entry.details.last_error).toBe('HTTP 502');
+    const notice = await eventually(async () => (await audit('webhook.disable_notice'))[0], 10_000, 'the notice audit entry');
+    expect(notice.details).toMatchObject({ sent: true, to: `${project.ref}@owners.test` });
+    const mail = smtp.received.find((m) => m.envelopeTo.includes(`${project.ref}@owners.test`));
+    expect(mail?.subject).toContain('"orders-sync" disabled');
+    expect(mail?.text).toContain('HTTP 502');
+    expect(mail?.text).toContain(`/dashboard/#/p/${project.ref}/webhooks`);
+
+    // disabled by the service, the trigger stays: new changes are recorded and end dead, unsent
+    const hits = receiver.to('/orders').length;
+    const t0 = Date.now() - 50;
+    const ids = (await db.query(`insert into public.orders (name) select 'while disabled ' || g from generate_series(1, 3) g returning id`)).rows.length;
+    expect(ids).toBe(3);
+    const whileDisabled = await eventually(async () => {
+      const ds = (await call('GET', `/outbox/deliveries?webhook_id=${hook.id}&status=dead&limit=100`)).deliveries as any[];
+      const late = ds.filter((d) => d.last_error === 'webhook disabled' && Date.parse(d.created_at) >= t0);
+      return late.length === 3 ? late : null;
+    }, 30_000, 'the changes made while disabled to end dead');
+    expect(whileDisabled.every((d) => d.attempts === 1)).toBe(true);
+    expect(receiver.to('/orders').length).toBe(hits);
+    const offered = (await call('GET', `/webhooks/${hook.id}`)).replay_offer;
+    expect(offered.deliveries).toBeGreaterThanOrEqual(3);
+
+    // the endpoint is back; the owner enables the webhook and takes the offer
+    receiver.script('/orders', { status: 200 });
+    const enabled = await call('PATCH', `/webhooks/${hook.id}`, { enabled: true });
+    expect(enabled).toMatchObject({ enabled: true, disabled_reason: null, disabled_at: null });
+    expect(enabled.circuit.state).toBe('closed');
+    expect(enabled.replay_offer.request).toMatchObject({ status: 'dead', webhook_id: hook.id });
+    const replay = await call('POST', '/outbox/replay', enabled.replay_offer.request);
+    expect(replay.replayed).toBe(enabled.replay_offer.deliveries);
+    await eventually(async () => {
+      const ds = (await call('GET', `/outbox/deliveries?webhook_id=${hook.id}&limit=100`)).deliveries as any[];
+      return whileDisabled.every((x) => ds.find((d) => d.id === x.id)?.status === 'delivered');
+    }, 60_000, 'the replayed deliveries to be delivered');
+    const bodies = receiver.to('/orders').slice(hits).map((h) => JSON.parse(h.body).record.name);
+    for (const n of [1, 2, 3]) expect(bodies).toContain(`while disabled ${n}`);
+    // no longer disabled: no offer
+    expect((await call('GET', `/webhooks/${hook.id}`)).replay_offer).toBeUndefined();
+  });
+});
