@@ -139,7 +139,7 @@ export interface DeliveryPage {
 export interface AuditEntry {
   id: string;
   /** an owner and the token used, or (for changes made with npm run admin) the operator instead */
-  actor?: { owner_id: string | null; token_id: string | null; token_name: string | null; operator?: string | null };
+  actor?: { owner_id: string | null; token_id: string | null; token_name: string | null; operator?: string | null; setup_link_id?: string | null };
   action: string;
   resource_type: string;
   resource_id?: string | null;
