@@ -27,7 +27,7 @@ import { acsUrl, spMetadataUrl } from '../saml/settings.js';
 import { insertFlow, newFlowId } from '../sign-in/flows.js';
 import type { AuthProject, ProviderInput, ProviderRow, SsoContext } from '../types.js';
 import { linkBySecret, markActivated, setupPageUrl, type LinkRow } from './links.js';
-import { getTest, latestTest, testCovers } from './test-flow.js';
+import { getTest, latestTest, testCovers, testIsCurrent } from './test-flow.js';
 
 const GONE: Record<string, string> = {
   expired: 'This setup link has expired. Ask the owner of the service for a new one.',
@@ -119,7 +119,7 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
       project: { ref: project.ref },
       ...spSide(ctx, link, provider),
       provider: presentDraft(ctx, provider),
-      last_test: last ? { id: last.id, ok: last.ok, created_at: last.created_at, current: !!provider && testCovers(last, provider) } : null,
+      last_test: last ? { id: last.id, ok: last.ok, created_at: last.created_at, current: !!provider && testIsCurrent(last, provider) } : null,
       can_activate: !!provider && testCovers(last, provider),
     };
   });
@@ -181,7 +181,7 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
       const t = await getTest(ctx, link.id, req.params.id);
       if (!t) throw new ApiError('not_found', 'No such test sign-in for this link.');
       const provider = await draftOf(ctx, link);
-      return { id: t.id, created_at: t.created_at, current: !!provider && testCovers(t, provider), ...t.result };
+      return { id: t.id, created_at: t.created_at, current: !!provider && testIsCurrent(t, provider), ...t.result };
     },
   );
 

@@ -112,5 +112,8 @@ export async function latestTest(ctx: Pick<SsoContext, 'db'>, linkId: string): P
   return r.rows[0] ?? null;
 }
 
+/** The test ran against the provider's current settings (nothing was saved since). */
+export const testIsCurrent = (t: StoredTest | null, p: ProviderRow) => !!t && t.provider_id === p.id && t.config_version.getTime() === p.updated_at.getTime();
+
 /** A passing test of exactly the provider's current settings (a save after the test needs a new one). */
-export const testCovers = (t: StoredTest | null, p: ProviderRow) => !!t && t.ok && t.provider_id === p.id && t.config_version.getTime() === p.updated_at.getTime();
+export const testCovers = (t: StoredTest | null, p: ProviderRow) => !!t && t.ok && testIsCurrent(t, p);
