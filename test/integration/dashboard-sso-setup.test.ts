@@ -45,7 +45,18 @@ const provider = async (id: string) => (await d.svc.api(d.owner.ownerToken, 'GET
 describe('SSO setup page', () => {
   it('takes a link to an active SAML provider: values to enter, metadata, a failed test explained, a passing test, activation', async () => {
     const { page } = d;
-    const link = await makeLink({ domains: ['acme.test'], kind: 'any' });
+    // the owner makes the link in the dashboard; its URL is shown once
+    await d.signIn();
+    await d.open(`/p/${d.owner.ref}/sso`);
+    await page.getByRole('textbox', { name: 'Domains for the link' }).fill('acme.test');
+    await page.getByRole('button', { name: 'Create setup link' }).click();
+    const url = await page.getByRole('textbox', { name: 'Setup link' }).inputValue();
+    const listed = (await d.svc.api(d.owner.ownerToken, 'GET', `/v1/projects/${d.owner.ref}/auth/sso/setup-links`)).body.items;
+    expect(listed).toEqual([expect.objectContaining({ domains: ['acme.test'], kind: 'any', state: 'active' })]);
+    expect(JSON.stringify(listed)).not.toContain(new URL(url).hash.slice(1));
+    await page.getByRole('button', { name: 'I have sent it' }).click();
+    expect(await page.getByRole('textbox', { name: 'Setup link' }).count()).toBe(0);
+    const link = { url, provider_id: listed[0].provider_id as string };
     await page.goto(link.url);
     await page.getByRole('heading', { name: 'Set up single sign-on for acme.test' }).waitFor();
     // the secret left the address bar at once (it stays in this tab's sessionStorage only)
@@ -101,6 +112,9 @@ describe('SSO setup page', () => {
     const notice = smtp.received.find((m) => m.subject === 'SSO provider activated for acme.test');
     expect(notice?.to).toEqual([`${d.owner.ref}@owners.test`]);
 
+    // the owner's list says the link is used, and the provider is live
+    await d.open(`/p/${d.owner.ref}/sso`);
+    await page.getByRole('row', { name: /acme\.test/ }).getByText('used').waitFor();
     // the same link again: a clear page, no form
     await page.goto(link.url);
     await page.getByRole('heading', { name: 'This setup link was already used' }).waitFor();

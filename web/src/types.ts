@@ -29,6 +29,8 @@ export interface Provider {
   kind: 'oidc' | 'saml';
   name: string;
   enabled: boolean;
+  /** made through a setup link and not activated yet */
+  draft?: boolean;
   domains: string[];
   issuer?: string;
   client_id?: string;
