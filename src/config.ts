@@ -219,6 +219,8 @@ const schema = z.object({
    */
   AUTH_RATE_LIMIT_SSO: rateLimit.prefault('30/5m'),
   AUTH_RATE_LIMIT_TOKEN: rateLimit.prefault('150/5m'),
+  /** Requests per client address to the SSO setup-link API (/v1/sso-setup/...), the setup page's calls. */
+  SSO_SETUP_RATE_LIMIT: rateLimit.prefault('120/5m'),
   REFRESH_TOKEN_TTL: duration.prefault('30d'),
   SSO_FLOW_TTL: duration.prefault('10m'),
   AUTH_CODE_TTL: duration.prefault('5m'),

@@ -46,6 +46,9 @@ export const catalogue = {
   oidc_issuer_mismatch: [400, 'The discovered issuer differs from the given issuer.'],
   saml_metadata_invalid: [400, 'The SAML metadata could not be read.'],
   saml_metadata_no_signing_cert: [400, 'The SAML metadata contains no signing certificate.'],
+  sso_setup_link_not_found: [404, 'No such SSO setup link.'],
+  sso_setup_link_gone: [410, 'This SSO setup link has expired, was revoked or was already used.'],
+  sso_setup_test_required: [409, 'Run a successful test sign-in with the current settings before activating the provider.'],
   user_not_found: [404, 'No such user.'],
   user_exists: [409, 'A user with that email already exists.'],
 

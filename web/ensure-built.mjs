@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 
 const web = fileURLToPath(new URL('.', import.meta.url));
 const built = join(web, 'dist', 'index.html');
+// the SSO setup page is a second page of the same build
+const setupBuilt = join(web, 'dist', 'sso-setup.html');
 
 function newest(path) {
   const st = statSync(path);
@@ -14,8 +16,8 @@ function newest(path) {
   return Math.max(st.mtimeMs, ...readdirSync(path).map((f) => newest(join(path, f))));
 }
 
-const sources = ['index.html', 'vite.config.ts', 'tsconfig.json', 'src'].map((f) => join(web, f));
-const stale = !existsSync(built) || Math.max(...sources.map(newest), newest(join(web, '..', 'package-lock.json'))) > statSync(built).mtimeMs;
+const sources = ['index.html', 'sso-setup.html', 'vite.config.ts', 'tsconfig.json', 'src'].map((f) => join(web, f));
+const stale = !existsSync(built) || !existsSync(setupBuilt) || Math.max(...sources.map(newest), newest(join(web, '..', 'package-lock.json'))) > statSync(built).mtimeMs;
 if (stale) {
   console.log('dashboard: building web/dist');
   const r = spawnSync('npm', ['run', '--silent', 'build:web'], { cwd: join(web, '..'), stdio: 'inherit' });

@@ -16,6 +16,14 @@ export default defineConfig({
     modulePreload: { polyfill: false },
     assetsInlineLimit: 0,
     sourcemap: false,
+    // Two pages on one build and style: the owner's dashboard, and the SSO setup page a setup link
+    // opens for a customer's IT admin (docs/sso.md, "Setup links").
+    rollupOptions: {
+      input: {
+        dashboard: fileURLToPath(new URL('index.html', import.meta.url)),
+        setup: fileURLToPath(new URL('sso-setup.html', import.meta.url)),
+      },
+    },
   },
   server: {
     // `npx vite --config web/vite.config.ts` for development, against a service on :8000.

@@ -88,6 +88,7 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
         securitySchemes: {
           ownerToken: { type: 'http', scheme: 'bearer', description: 'An owner token issued by `npm run admin -- issue-token`.' },
           apiKey: { type: 'apiKey', in: 'header', name: 'apikey', description: "The project's anon key." },
+          setupLink: { type: 'http', scheme: 'bearer', description: 'The secret of an SSO setup link (the fragment of its URL, `ssl_…`), held by the customer\'s IT admin.' },
         },
       },
     },

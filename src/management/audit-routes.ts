@@ -19,6 +19,7 @@ const entry = {
         token_id: { type: ['string', 'null'] },
         token_name: { type: ['string', 'null'] },
         operator: { type: ['string', 'null'], description: 'set instead of an owner for changes made with npm run admin (user@host)' },
+        setup_link_id: { type: ['string', 'null'], description: "set instead of an owner for changes made through an SSO setup link by the customer's IT admin" },
       },
     },
     request_id: { type: ['string', 'null'] },
@@ -50,7 +51,7 @@ export function registerAudit(app: FastifyInstance, ctx: Pick<AppContext, 'db'>)
       const limit = Number(req.query.limit ?? 50);
       const r = await ctx.db.query(
         `select a.id::text, a.action, a.resource_type, a.resource_id, a.details, a.owner_id, a.token_id, t.name as token_name,
-                a.operator, a.request_id, a.created_at
+                a.operator, a.setup_link_id::text, a.request_id, a.created_at
            from audit_log a left join owner_tokens t on t.id = a.token_id
           where a.project_ref = $1 and ($2::bigint is null or a.id < $2::bigint)
           order by a.id desc limit $3`,
@@ -62,7 +63,7 @@ export function registerAudit(app: FastifyInstance, ctx: Pick<AppContext, 'db'>)
         resource_type: x.resource_type,
         resource_id: x.resource_id,
         details: x.details,
-        actor: { owner_id: x.owner_id, token_id: x.token_id, token_name: x.token_name, operator: x.operator },
+        actor: { owner_id: x.owner_id, token_id: x.token_id, token_name: x.token_name, operator: x.operator, setup_link_id: x.setup_link_id },
         request_id: x.request_id,
         created_at: iso(x.created_at),
       }));

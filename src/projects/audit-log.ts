@@ -30,6 +30,10 @@ export type AuditAction =
   | 'sso_provider.update'
   | 'sso_provider.refresh_metadata'
   | 'sso_provider.delete'
+  | 'sso_setup_link.create'
+  | 'sso_setup_link.revoke'
+  | 'sso_setup_link.test'
+  | 'sso_setup_link.activate'
   | 'user.create'
   | 'user.update'
   | 'user.delete'
@@ -39,7 +43,7 @@ export type AuditAction =
 
 export interface AuditEvent {
   action: AuditAction;
-  resourceType: 'project' | 'outbox' | 'webhook' | 'endpoint' | 'secret' | 'smtp_settings' | 'delivery' | 'sso_provider' | 'user' | 'signing_key';
+  resourceType: 'project' | 'outbox' | 'webhook' | 'endpoint' | 'secret' | 'smtp_settings' | 'delivery' | 'sso_provider' | 'sso_setup_link' | 'user' | 'signing_key';
   resourceId?: string | null;
   details?: Record<string, unknown>;
 }
@@ -70,5 +74,17 @@ export async function recordOperatorAudit(q: Queryable, operator: string, ref: s
     `insert into audit_log (project_ref, operator, action, resource_type, resource_id, details)
      values ($1, $2, $3, $4, $5, $6)`,
     [ref, operator, e.action, e.resourceType, e.resourceId ?? null, e.details ?? {}],
+  );
+}
+
+/**
+ * A change made by the holder of an SSO setup link (the customer's IT admin, docs/sso.md): no owner
+ * and no token; the link's id says who. `requestId` ties it to the request's log lines.
+ */
+export async function recordSetupLinkAudit(q: Queryable, linkId: string, requestId: string | null, ref: string, e: AuditEvent): Promise<void> {
+  await q.query(
+    `insert into audit_log (project_ref, setup_link_id, action, resource_type, resource_id, details, request_id)
+     values ($1, $2, $3, $4, $5, $6, $7)`,
+    [ref, linkId, e.action, e.resourceType, e.resourceId ?? null, { setup_link_id: linkId, ...e.details }, requestId],
   );
 }

@@ -52,7 +52,7 @@ export function clientKey(ip: string): string {
   return `${(addr as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
 }
 
-function limited(limit: RateLimit | null) {
+export function limited(limit: RateLimit | null) {
   if (!limit) return {};
   return { rateLimit: { max: limit.max, timeWindow: limit.windowMs, keyGenerator: (req: FastifyRequest) => clientKey(req.ip) } };
 }

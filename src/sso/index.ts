@@ -6,18 +6,24 @@
 // its answer (oidc/: discovery and the callback; saml/: AuthnRequest, metadata and the ACS, with
 // the pure protocol core in saml/core/); sign-in/complete.ts maps the claims, resolves the user
 // and issues a single-use code; POST /token exchanges it for a session and an access token
-// (sessions/). providers/ and users/ are the owner's routes.
+// (sessions/). providers/ and users/ are the owner's routes. setup/ is the self-serve set-up by a
+// customer's IT admin through a setup link: its page's API and a test sign-in mode of the flows.
 import type { FastifyInstance } from 'fastify';
 import type { SsoContext } from './types.js';
 import { registerAuthApi } from './auth-routes.js';
 import { registerProviderRoutes } from './providers/routes.js';
 import { registerSigningKeyRoutes } from './sessions/signing-keys.js';
 import { registerUserRoutes } from './users/routes.js';
+import { registerSetupLinkOwnerRoutes } from './setup/owner-routes.js';
+import { registerSetupPageRoutes } from './setup/page-routes.js';
 
 export async function registerSso(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   await registerProviderRoutes(app, ctx);
   await registerUserRoutes(app, ctx);
   await registerSigningKeyRoutes(app, ctx);
+  await registerSetupLinkOwnerRoutes(app, ctx);
+  // its own scope: its no-store header hook covers the setup page's API only
+  await app.register(async (scope) => registerSetupPageRoutes(scope, ctx));
   // its own scope: the public auth API's lenient JSON parser (auth-js posts an empty JSON body to
   // /logout) must not reach the owner's Management API routes, which refuse malformed JSON
   await app.register(async (scope) => registerAuthApi(scope, ctx));

@@ -14,6 +14,8 @@ export interface ProviderRow {
   kind: ProviderKindName;
   name: string;
   enabled: boolean;
+  /** made through a setup link and not activated yet: disabled, and never routed to */
+  draft: boolean;
   issuer: string | null;
   client_id: string | null;
   client_secret_enc: Buffer | null;
@@ -66,6 +68,8 @@ export interface FlowRow {
   redirect_to: string;
   code_challenge: string | null;
   code_challenge_method: string | null;
+  /** set for the test sign-in of a setup link: it ends on the setup page, with no session */
+  setup_link_id: string | null;
   created_at: Date;
   expires_at: Date;
   consumed_at: Date | null;

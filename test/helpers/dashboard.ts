@@ -61,10 +61,13 @@ async function ensureBuilt() {
   }
 }
 
-/** roles: the service's (api only unless said; deliveries need the dispatcher and projector too) */
-export async function startDashboard(opts: { roles?: string[] } = {}): Promise<Dashboard> {
+/**
+ * roles: the service's (api only unless said; deliveries need the dispatcher and projector too);
+ * env: extra configuration of the service (e.g. SMTP_URL for mail the page's actions send)
+ */
+export async function startDashboard(opts: { roles?: string[]; env?: Record<string, string> } = {}): Promise<Dashboard> {
   await ensureBuilt();
-  const svc = await startTestService({ roles: opts.roles ?? ['api'] });
+  const svc = await startTestService({ roles: opts.roles ?? ['api'], env: opts.env });
   let profile: string | undefined;
   let browser: BrowserContext | undefined;
   const stop = async () => {

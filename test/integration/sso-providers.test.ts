@@ -26,7 +26,7 @@ describe('SSO provider and user management', () => {
   it('creates an OIDC provider after discovery, never returning or storing the secret in clear', async () => {
     const r = await owner('POST', path(), oidc({ domains: ['Corp.test', 'corp.test', 'sub.CORP.test.'] }));
     expect(r.status, JSON.stringify(r.body)).toBe(201);
-    expect(Object.keys(r.body)).toEqual(['id', 'kind', 'name', 'enabled', 'domains', 'issuer', 'client_id', 'scopes', 'attribute_mapping', 'trust_email', 'jit', 'callback_url', 'created_at', 'updated_at']);
+    expect(Object.keys(r.body)).toEqual(['id', 'kind', 'name', 'enabled', 'draft', 'domains', 'issuer', 'client_id', 'scopes', 'attribute_mapping', 'trust_email', 'jit', 'callback_url', 'created_at', 'updated_at']);
     expect(r.body).toMatchObject({ kind: 'oidc', enabled: true, domains: ['corp.test', 'sub.corp.test'], scopes: ['openid', 'email', 'profile'], jit: true, trust_email: false, callback_url: `${project.projectUrl}/auth/v1/sso/oidc/callback` });
     expect(JSON.stringify(r.body)).not.toContain('very-secret-value-123');
     const row = await svc.ctx.db.query('select * from sso_providers where id = $1', [r.body.id]);

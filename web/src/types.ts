@@ -29,6 +29,8 @@ export interface Provider {
   kind: 'oidc' | 'saml';
   name: string;
   enabled: boolean;
+  /** made through a setup link and not activated yet */
+  draft?: boolean;
   domains: string[];
   issuer?: string;
   client_id?: string;
@@ -139,7 +141,7 @@ export interface DeliveryPage {
 export interface AuditEntry {
   id: string;
   /** an owner and the token used, or (for changes made with npm run admin) the operator instead */
-  actor?: { owner_id: string | null; token_id: string | null; token_name: string | null; operator?: string | null };
+  actor?: { owner_id: string | null; token_id: string | null; token_name: string | null; operator?: string | null; setup_link_id?: string | null };
   action: string;
   resource_type: string;
   resource_id?: string | null;

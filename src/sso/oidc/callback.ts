@@ -16,6 +16,8 @@ import { completeSignIn, failureRedirect } from '../sign-in/complete.js';
 import type { FlowRow, ProviderRow, SsoContext } from '../types.js';
 import { configurationFor } from './discovery.js';
 import { oidcCallbackUrl, oidcSettings, openClientSecret } from './settings.js';
+import { explainOidc } from '../setup/explain.js';
+import { finishTest, setupValues } from '../setup/test-flow.js';
 
 // Claims about the token rather than the user; not kept as identity data.
 const PROTOCOL_CLAIMS = ['aud', 'exp', 'iat', 'nbf', 'nonce', 'at_hash', 'c_hash', 's_hash', 'auth_time', 'azp', 'sid', 'jti', 'acr', 'amr'];
@@ -38,6 +40,13 @@ function describe(err: unknown): string {
     about = c.claim ?? c.attribute;
   }
   return `The identity provider's answer did not validate: ${e.message ?? 'unknown error'}${typeof about === 'string' ? ` (${about})` : ''}${e.code ? ` [${e.code}]` : ''}.`;
+}
+
+/** The IdP's own OAuth error code, when it answered with one. */
+function idpError(err: unknown): string | undefined {
+  if (err instanceof client.AuthorizationResponseError || err instanceof client.ResponseBodyError) return err.error;
+  if (err instanceof client.WWWAuthenticateChallengeError) return err.cause[0]?.parameters?.error;
+  return undefined;
 }
 
 async function verifyAndMap(ctx: SsoContext, flow: FlowRow, provider: ProviderRow, query: string) {
@@ -87,7 +96,9 @@ export function registerOidcCallback(app: FastifyInstance, ctx: SsoContext): voi
         return reply.redirect(failureRedirect(flow.redirect_to, 'flow_state_expired', 'The sign-in attempt expired; start again.'), 303);
       }
       const provider = await getProvider(ctx.db, project.ref, flow.provider_id);
-      if (!provider || !provider.enabled || provider.kind !== 'oidc') {
+      // a setup link's test sign-in runs against the link's draft, which real sign-ins never reach
+      const usable = provider && provider.kind === 'oidc' && (provider.enabled || (!!flow.setup_link_id && provider.draft));
+      if (!provider || !usable) {
         return reply.redirect(failureRedirect(flow.redirect_to, 'sso_provider_not_found', 'The identity provider is no longer enabled.'), 303);
       }
       let claims;
@@ -97,8 +108,13 @@ export function registerOidcCallback(app: FastifyInstance, ctx: SsoContext): voi
         // the description only: the error's cause may carry the IdP's claims
         const reason = describe(err);
         req.log.info({ provider: provider.id, flow: flow.id, reason }, 'oidc answer refused');
+        if (flow.setup_link_id) {
+          const explanation = explainOidc(reason, idpError(err), setupValues(ctx, project.ref, provider.id, provider.domains));
+          return reply.redirect(await finishTest(ctx, req.log, flow, provider, { ok: false, explanation }), 303);
+        }
         return reply.redirect(failureRedirect(flow.redirect_to, 'sso_failed', reason), 303);
       }
+      if (flow.setup_link_id) return reply.redirect(await finishTest(ctx, req.log, flow, provider, { ok: true, claims }), 303);
       return reply.redirect(await completeSignIn(ctx, flow, provider, claims), 303);
     },
   );

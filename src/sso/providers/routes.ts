@@ -2,21 +2,18 @@
 // /v1/projects/{ref}/auth/providers/{id}/test. Owner only; the project's plan must include sso.
 // Every change is one audit entry, written in the change's transaction (see audit.ts).
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { withTransaction } from '../../db/index.js';
-import { ApiError } from '../../errors.js';
 import { recordAudit } from '../../projects/index.js';
 import { errorSchema, guardedProject, MULTILINE_TEXT, noQuery, ownerGuard, refParams, TEXT } from '../../http/index.js';
 import { attributeMappingSchema } from '../sign-in/attribute-mapping.js';
-import { normalizeDomain } from '../sign-in/domain-routing.js';
-import { providerCreated, providerDeleted, providerUpdated } from './audit.js';
+import { providerDeleted } from './audit.js';
 import { kindOf } from './kinds.js';
-import { deleteProvider, getProvider, insertProvider, listProviders, setDomains, updateProvider } from './store.js';
+import { changeProvider, createProvider, mustGet, type AuditWriter } from './save.js';
+import { deleteProvider, listProviders } from './store.js';
 import type { ProviderInput, ProviderRow, SsoContext } from '../types.js';
 
-const KIND_SPECIFIC: (keyof ProviderInput)[] = ['issuer', 'client_id', 'client_secret', 'scopes', 'metadata_url', 'metadata_xml', 'refresh_metadata'];
-
-const fields = {
+export const providerFields = {
   name: { type: 'string', minLength: 1, maxLength: 200, pattern: TEXT },
   enabled: { type: 'boolean' },
   domains: { type: 'array', minItems: 1, maxItems: 50, items: { type: 'string', minLength: 1, maxLength: 253, pattern: TEXT } },
@@ -35,14 +32,14 @@ const createBody = {
   type: 'object',
   additionalProperties: false,
   required: ['kind', 'name', 'domains'],
-  properties: { kind: { type: 'string', enum: ['oidc', 'saml'] }, ...fields },
+  properties: { kind: { type: 'string', enum: ['oidc', 'saml'] }, ...providerFields },
 } as const;
 
 const patchBody = {
   type: 'object',
   additionalProperties: false,
   minProperties: 1,
-  properties: { ...fields, refresh_metadata: { type: 'boolean' } },
+  properties: { ...providerFields, refresh_metadata: { type: 'boolean' } },
 } as const;
 
 const providerResponse = {
@@ -53,6 +50,7 @@ const providerResponse = {
     kind: { type: 'string' },
     name: { type: 'string' },
     enabled: { type: 'boolean' },
+    draft: { type: 'boolean', description: 'made through a setup link and not activated yet: disabled, never routed to' },
     domains: { type: 'array', items: { type: 'string' } },
   },
 } as const;
@@ -66,6 +64,7 @@ export function presentProvider(ctx: SsoContext, p: ProviderRow): Record<string,
     kind: p.kind,
     name: p.name,
     enabled: p.enabled,
+    draft: p.draft,
     domains: p.domains,
     ...kindFields,
     attribute_mapping: p.attribute_mapping,
@@ -77,26 +76,8 @@ export function presentProvider(ctx: SsoContext, p: ProviderRow): Record<string,
   };
 }
 
-function checkKindFields(kind: ProviderRow['kind'], body: ProviderInput): void {
-  const own = new Set<string>(kindOf(kind).fields);
-  const foreign = KIND_SPECIFIC.find((f) => body[f] !== undefined && !own.has(f));
-  if (foreign) throw new ApiError('validation_failed', `body.${foreign} does not apply to ${kind} providers.`);
-}
-
-function normalizeDomains(domains: string[]): string[] {
-  const out = domains.map((d, i) => {
-    const n = normalizeDomain(d);
-    if (!n) throw new ApiError('validation_failed', `body.domains.${i} is not a valid domain name: ${JSON.stringify(d)}.`);
-    return n;
-  });
-  return [...new Set(out)];
-}
-
-async function mustGet(ctx: SsoContext, ref: string, id: string): Promise<ProviderRow> {
-  const p = await getProvider(ctx.db, ref, id);
-  if (!p) throw new ApiError('sso_provider_not_found', 'No such SSO provider.');
-  return p;
-}
+/** The owner's changes are recorded with the request's owner and token. */
+const ownerAudit = (req: FastifyRequest, ref: string): AuditWriter => (c, e) => recordAudit(c, req, ref, e);
 
 export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   const base = '/v1/projects/:ref/auth/providers';
@@ -110,30 +91,10 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
     { onRequest, schema: { ...common, summary: 'Create an SSO provider', params: refParams, body: createBody, response: { 201: providerResponse, 409: errorSchema, ...errors } } },
     async (req, reply) => {
       const project = guardedProject(req);
-      const b = req.body;
-      const kind = kindOf(b.kind);
-      checkKindFields(b.kind, b);
-      if (b.refresh_metadata !== undefined) throw new ApiError('validation_failed', 'refresh_metadata is a PATCH option.');
-      const domains = normalizeDomains(b.domains);
       const id = randomUUID();
-      const columns = await kind.prepare(ctx, id, b);
-      await withTransaction(ctx.db, async (c) => {
-        await insertProvider(c, {
-          id,
-          project_ref: project.ref,
-          kind: b.kind,
-          name: b.name,
-          enabled: b.enabled,
-          attribute_mapping: b.attribute_mapping,
-          trust_email: b.trust_email,
-          jit: b.jit,
-          ...columns,
-        });
-        await setDomains(c, project.ref, id, domains);
-        await recordAudit(c, req, project.ref, providerCreated(id, b.kind, b, columns, domains));
-      });
-      req.log.info({ project: project.ref, provider: id, kind: b.kind }, 'sso provider created');
-      return reply.code(201).send(presentProvider(ctx, await mustGet(ctx, project.ref, id)));
+      const created = await createProvider(ctx, project.ref, id, req.body, ownerAudit(req, project.ref));
+      req.log.info({ project: project.ref, provider: id, kind: req.body.kind }, 'sso provider created');
+      return reply.code(201).send(presentProvider(ctx, created));
     },
   );
 
@@ -161,17 +122,9 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
     async (req) => {
       const project = guardedProject(req);
       const existing = await mustGet(ctx, project.ref, req.params.id);
-      const b = req.body;
-      checkKindFields(existing.kind, b);
-      const domains = b.domains !== undefined ? normalizeDomains(b.domains) : undefined;
-      const columns = await kindOf(existing.kind).prepare(ctx, existing.id, b, existing);
-      await withTransaction(ctx.db, async (c) => {
-        await updateProvider(c, existing.id, { name: b.name, enabled: b.enabled, attribute_mapping: b.attribute_mapping, trust_email: b.trust_email, jit: b.jit, ...columns });
-        if (domains) await setDomains(c, project.ref, existing.id, domains);
-        await recordAudit(c, req, project.ref, providerUpdated(existing, b, columns, domains));
-      });
+      const changed = await changeProvider(ctx, project.ref, existing, req.body, ownerAudit(req, project.ref));
       req.log.info({ project: project.ref, provider: existing.id }, 'sso provider updated');
-      return presentProvider(ctx, await mustGet(ctx, project.ref, existing.id));
+      return presentProvider(ctx, changed);
     },
   );
 

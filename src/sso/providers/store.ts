@@ -56,6 +56,8 @@ const KIND_COLUMNS = ['issuer', 'client_id', 'client_secret_enc', 'scopes', 'met
 export interface CommonColumns {
   name?: string;
   enabled?: boolean;
+  /** made through a setup link and not activated yet (docs/sso.md, "Setup links") */
+  draft?: boolean;
   attribute_mapping?: unknown;
   trust_email?: boolean;
   jit?: boolean;
@@ -73,7 +75,7 @@ export async function insertProvider(
 }
 
 export async function updateProvider(c: pg.PoolClient, id: string, changes: CommonColumns & KindColumns): Promise<void> {
-  const allowed = new Set<string>(['name', 'enabled', 'attribute_mapping', 'trust_email', 'jit', ...KIND_COLUMNS]);
+  const allowed = new Set<string>(['name', 'enabled', 'draft', 'attribute_mapping', 'trust_email', 'jit', ...KIND_COLUMNS]);
   const cols = Object.entries(changes).filter(([k, v]) => v !== undefined && allowed.has(k));
   await c.query(
     `update sso_providers set ${[...cols.map(([k], i) => `${k} = $${i + 2}`), 'updated_at = now()'].join(', ')} where id = $1`,

@@ -19,12 +19,15 @@ import { getProvider } from '../providers/store.js';
 import { isSamlError, mapSamlAttributes, verifySamlResponse, type VerifiedAssertion } from './core/index.js';
 import { spConfig, storedIdp } from './settings.js';
 import { completeSignIn, failureRedirect } from '../sign-in/complete.js';
+import { explainSaml } from '../setup/explain.js';
+import { finishTest, setupValues } from '../setup/test-flow.js';
 
-/** A refusal: where the browser goes and what is logged. */
+/** A refusal: where the browser goes and what is logged; `reason` is the SAML core's own text, if any. */
 class Refusal extends Error {
   constructor(
     readonly redirectTo: string,
     readonly description: string,
+    readonly reason?: string,
   ) {
     super(description);
   }
@@ -38,17 +41,26 @@ export async function consumeSamlResponse(
 ): Promise<string> {
   const { project } = args;
   const log = requestLog.child({ project: project.ref, provider: args.providerId });
+  let flow: FlowRow | null = null;
+  let provider: ProviderRow | null = null;
   try {
-    const flow = await takeFlow(ctx, project, args.providerId, args.relayState);
-    const provider = await samlProvider(ctx, project, flow);
+    flow = await takeFlow(ctx, project, args.providerId, args.relayState);
+    provider = await samlProvider(ctx, project, flow);
     if (!args.samlResponse) throw new Refusal(flow.redirect_to, 'The identity provider posted no usable SAML response form (SAMLResponse and RelayState).');
     const verified = await verify(ctx, flow, provider, args.samlResponse);
     await recordOnce(ctx, provider.id, verified, flow.redirect_to);
     log.info({ flow: flow.id, assertion: verified.assertionId }, 'saml response accepted');
-    return await completeSignIn(ctx, flow, provider, toClaims(verified, provider.attribute_mapping));
+    const claims = toClaims(verified, provider.attribute_mapping);
+    // a setup link's test sign-in ends on the setup page: no user, no session
+    if (flow.setup_link_id) return await finishTest(ctx, log, flow, provider, { ok: true, claims });
+    return await completeSignIn(ctx, flow, provider, claims);
   } catch (e) {
     if (!(e instanceof Refusal)) throw e;
     log.info({ reason: e.description }, 'saml response refused');
+    if (flow?.setup_link_id && provider) {
+      const values = setupValues(ctx, project.ref, provider.id, provider.domains);
+      return finishTest(ctx, log, flow, provider, { ok: false, explanation: explainSaml(e.reason ?? e.description, values) });
+    }
     return failureRedirect(e.redirectTo, 'invalid_saml_response', e.description);
   }
 }
@@ -64,9 +76,15 @@ async function takeFlow(ctx: SsoContext, project: AuthProject, providerId: strin
   return flow;
 }
 
+/** A live provider; for a setup link's test sign-in, its draft (never routed to by real sign-ins). */
+function usable(provider: ProviderRow | null, flow: FlowRow): provider is ProviderRow {
+  if (!provider || provider.kind !== 'saml') return false;
+  return provider.enabled || (!!flow.setup_link_id && provider.draft);
+}
+
 async function samlProvider(ctx: SsoContext, project: AuthProject, flow: FlowRow): Promise<ProviderRow> {
   const provider = await getProvider(ctx.db, project.ref, flow.provider_id);
-  if (!provider || !provider.enabled || provider.kind !== 'saml') throw new Refusal(flow.redirect_to, 'The identity provider is no longer enabled.');
+  if (!usable(provider, flow)) throw new Refusal(flow.redirect_to, 'The identity provider is no longer enabled.');
   return provider;
 }
 
@@ -84,7 +102,7 @@ async function verify(ctx: SsoContext, flow: FlowRow, provider: ProviderRow, sam
     // The core's reasons are its own fixed texts (IdP status codes are reduced to URI characters),
     // so they can be shown to the IdP admin debugging a setup; the cap keeps a reason that names an
     // attacker's absurdly long element name from bloating the redirect.
-    if (isSamlError(e)) throw new Refusal(flow.redirect_to, `The SAML response was refused: ${e.message.slice(0, 300)}.`);
+    if (isSamlError(e)) throw new Refusal(flow.redirect_to, `The SAML response was refused: ${e.message.slice(0, 300)}.`, e.message.slice(0, 300));
     // A library tripping over a hostile document is still a refused response, not a server error.
     ctx.log.warn({ err: e, provider: provider.id, flow: flow.id }, 'saml response verification failed unexpectedly');
     throw new Refusal(flow.redirect_to, 'The SAML response was refused: it could not be processed.');
@@ -104,7 +122,7 @@ async function recordOnce(ctx: SsoContext, providerId: string, v: VerifiedAssert
     [providerId, v.responseId, v.assertionId, until],
   );
   ctx.db.query('delete from saml_replay where expires_at < now()').catch((err) => ctx.log.warn({ err }, 'could not delete expired saml replay records'));
-  if (r.rowCount !== 2) throw new Refusal(redirectTo, 'The SAML response was refused: it was already used (replay).');
+  if (r.rowCount !== 2) throw new Refusal(redirectTo, 'The SAML response was refused: it was already used (replay).', 'the response InResponseTo was already used (replay)');
 }
 
 /** Own properties only, so an attribute mapping naming "constructor" reads nothing. */

@@ -10,6 +10,7 @@ import { getProvider } from '../providers/store.js';
 import { spMetadataXml } from './core/index.js';
 import { consumeSamlResponse } from './acs.js';
 import { spConfig } from './settings.js';
+import { liveLinkForProvider } from '../setup/links.js';
 import type { SsoContext } from '../types.js';
 
 const params = {
@@ -32,8 +33,12 @@ export function registerSamlRoutes(app: FastifyInstance, ctx: SsoContext): void 
     { schema: { tags: ['sso'], summary: "A SAML provider's SP metadata, for the IdP admin (its URL is also the SP entity ID)", params } },
     async (req, reply) => {
       const provider = await getProvider(ctx.db, req.params.ref, req.params.providerId);
-      if (!provider || provider.kind !== 'saml') throw new ApiError('not_found', 'No such SAML provider.');
-      return reply.type('application/samlmetadata+xml; charset=utf-8').send(spMetadataXml(spConfig(ctx, provider)));
+      // A setup link reserves its provider's id, so the IdP admin can import our metadata before
+      // the provider is saved (the IdP side is often made first, to get its own metadata).
+      const reserved = !provider && (await liveLinkForProvider(ctx.db, req.params.ref, req.params.providerId));
+      const sp = provider?.kind === 'saml' ? provider : reserved && reserved.kind !== 'oidc' ? { id: reserved.provider_id, project_ref: reserved.project_ref } : null;
+      if (!sp) throw new ApiError('not_found', 'No such SAML provider.');
+      return reply.type('application/samlmetadata+xml; charset=utf-8').send(spMetadataXml(spConfig(ctx, sp)));
     },
   );
 

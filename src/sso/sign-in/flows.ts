@@ -8,7 +8,7 @@ export const newFlowId = () => randomUUID();
 
 export async function insertFlow(
   ctx: Pick<SsoContext, 'db' | 'cfg'>,
-  flow: { id: string; project_ref: string; provider_id: string; redirect_to: string; code_challenge: string; code_challenge_method: string } & FlowColumns,
+  flow: { id: string; project_ref: string; provider_id: string; redirect_to: string; code_challenge: string | null; code_challenge_method: string | null; setup_link_id?: string } & FlowColumns,
 ): Promise<void> {
   const cols = Object.entries(flow).filter(([, v]) => v !== undefined);
   await ctx.db.query(

@@ -11,6 +11,7 @@ const PAGE = 50;
 /** An operator (npm run admin) has no owner or token; an owner's change names the token it used. */
 function who(actor: AuditEntry['actor']): string {
   if (actor?.operator) return `operator: ${actor.operator}`;
+  if (actor?.setup_link_id) return `setup link ${actor.setup_link_id.slice(0, 8)}`;
   return actor?.token_name ? `token “${actor.token_name}”` : 'owner';
 }
 

@@ -9,6 +9,7 @@ import { Dialog } from '../ui/dialog';
 import { useResource } from '../ui/use-resource';
 import { ProviderCreate } from './provider-create';
 import { ProviderView } from './provider-view';
+import { SetupLinks } from './setup-links';
 
 export function Providers({ project, id }: SectionProps) {
   if (!project.features.includes('sso')) return <PlanLimit feature="sso" plan={project.plan} projectRef={project.ref} />;
@@ -54,12 +55,13 @@ function ProviderList({ project }: SectionProps) {
                 </td>
                 <td>{p.kind.toUpperCase()}</td>
                 <td class="mono wrap">{p.domains.join(', ')}</td>
-                <td>{p.enabled ? <Badge tone="ok">enabled</Badge> : <Badge tone="muted">disabled</Badge>}</td>
+                <td>{p.enabled ? <Badge tone="ok">enabled</Badge> : p.draft ? <Badge tone="warn">draft (setup link)</Badge> : <Badge tone="muted">disabled</Badge>}</td>
               </tr>
             ))}
           </tbody>
         </table>
       )}
+      <SetupLinks project={project} />
       {creating && (
         <Dialog title="Add an SSO provider" onClose={() => setCreating(false)}>
           <ProviderCreate

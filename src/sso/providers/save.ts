@@ -1,0 +1,91 @@
+// Creating and changing a provider: the one code path behind the owner's Management API
+// (providers/routes.ts) and the SSO setup links (setup/), so a provider set up by a customer's IT
+// admin is validated exactly like one made by the owner. The caller says who made the change by
+// the audit writer it passes (the owner's token, or the setup link).
+import type pg from 'pg';
+import { withTransaction } from '../../db/index.js';
+import { ApiError } from '../../errors.js';
+import type { AuditEvent } from '../../projects/index.js';
+import { normalizeDomain } from '../sign-in/domain-routing.js';
+import { providerCreated, providerUpdated } from './audit.js';
+import { kindOf } from './kinds.js';
+import { getProvider, insertProvider, setDomains, updateProvider } from './store.js';
+import type { ProviderInput, ProviderRow, SsoContext } from '../types.js';
+
+/** Writes the audit entry of a change, in the change's transaction. */
+export type AuditWriter = (c: pg.PoolClient, e: AuditEvent) => Promise<void>;
+
+const KIND_SPECIFIC: (keyof ProviderInput)[] = ['issuer', 'client_id', 'client_secret', 'scopes', 'metadata_url', 'metadata_xml', 'refresh_metadata'];
+
+export function checkKindFields(kind: ProviderRow['kind'], body: ProviderInput): void {
+  const own = new Set<string>(kindOf(kind).fields);
+  const foreign = KIND_SPECIFIC.find((f) => body[f] !== undefined && !own.has(f));
+  if (foreign) throw new ApiError('validation_failed', `body.${foreign} does not apply to ${kind} providers.`);
+}
+
+export function normalizeDomains(domains: string[]): string[] {
+  const out = domains.map((d, i) => {
+    const n = normalizeDomain(d);
+    if (!n) throw new ApiError('validation_failed', `body.domains.${i} is not a valid domain name: ${JSON.stringify(d)}.`);
+    return n;
+  });
+  return [...new Set(out)];
+}
+
+export async function mustGet(ctx: SsoContext, ref: string, id: string): Promise<ProviderRow> {
+  const p = await getProvider(ctx.db, ref, id);
+  if (!p) throw new ApiError('sso_provider_not_found', 'No such SSO provider.');
+  return p;
+}
+
+export type CreateInput = ProviderInput & { kind: ProviderRow['kind']; name: string; domains: string[] };
+
+/**
+ * Validates (the kind may reach the IdP: discovery, metadata download) and inserts a provider with
+ * its domains and audit entry in one transaction. A draft is stored disabled and marked as such.
+ */
+export async function createProvider(ctx: SsoContext, ref: string, id: string, b: CreateInput, audit: AuditWriter, opts: { draft?: boolean } = {}): Promise<ProviderRow> {
+  const kind = kindOf(b.kind);
+  checkKindFields(b.kind, b);
+  if (b.refresh_metadata !== undefined) throw new ApiError('validation_failed', 'refresh_metadata is a PATCH option.');
+  const domains = normalizeDomains(b.domains);
+  const columns = await kind.prepare(ctx, id, b);
+  await withTransaction(ctx.db, async (c) => {
+    await insertProvider(c, {
+      id,
+      project_ref: ref,
+      kind: b.kind,
+      name: b.name,
+      enabled: opts.draft ? false : b.enabled,
+      draft: opts.draft ? true : undefined,
+      attribute_mapping: b.attribute_mapping,
+      trust_email: b.trust_email,
+      jit: b.jit,
+      ...columns,
+    });
+    await setDomains(c, ref, id, domains);
+    await audit(c, providerCreated(id, b.kind, b, columns, domains));
+  });
+  return mustGet(ctx, ref, id);
+}
+
+/** Validates and applies a change; `enabled: true` on a draft makes it a live provider. */
+export async function changeProvider(ctx: SsoContext, ref: string, existing: ProviderRow, b: ProviderInput, audit: AuditWriter): Promise<ProviderRow> {
+  checkKindFields(existing.kind, b);
+  const domains = b.domains !== undefined ? normalizeDomains(b.domains) : undefined;
+  const columns = await kindOf(existing.kind).prepare(ctx, existing.id, b, existing);
+  await withTransaction(ctx.db, async (c) => {
+    await updateProvider(c, existing.id, {
+      name: b.name,
+      enabled: b.enabled,
+      draft: b.enabled === true && existing.draft ? false : undefined,
+      attribute_mapping: b.attribute_mapping,
+      trust_email: b.trust_email,
+      jit: b.jit,
+      ...columns,
+    });
+    if (domains) await setDomains(c, ref, existing.id, domains);
+    await audit(c, providerUpdated(existing, b, columns, domains));
+  });
+  return mustGet(ctx, ref, existing.id);
+}

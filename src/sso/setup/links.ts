@@ -1,0 +1,105 @@
+// SSO setup links in the control database (migrations/100_sso_setup_links.sql). A link is found by
+// the SHA-256 of its secret, never by the secret itself; its state is computed here, in one place:
+// revoked, used (its provider was activated, by the link or by the owner), expired, or active.
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type { Pool } from '../../db/index.js';
+import { randomToken, sha256 } from '../../lib/tokens.js';
+import type { SsoContext } from '../types.js';
+
+type Db = Pool | pg.PoolClient;
+export type LinkKind = 'saml' | 'oidc' | 'any';
+export type LinkState = 'active' | 'expired' | 'revoked' | 'used';
+
+export interface LinkRow {
+  id: string;
+  project_ref: string;
+  kind: LinkKind;
+  domains: string[];
+  provider_id: string;
+  created_at: Date;
+  expires_at: Date;
+  revoked_at: Date | null;
+  activated_at: Date | null;
+  state: LinkState;
+}
+
+/** 32 random bytes (256 bits), base64url; the prefix makes a leaked one recognisable to scanners. */
+export const newLinkSecret = () => randomToken('ssl_', 32);
+const SECRET = /^ssl_[A-Za-z0-9_-]{43}$/;
+
+// "used" also covers a draft the owner enabled through the Management API: the link's work is done.
+const SELECT = `select l.id, l.project_ref, l.kind, l.domains, l.provider_id, l.created_at, l.expires_at, l.revoked_at, l.activated_at,
+  case when l.revoked_at is not null then 'revoked'
+       when l.activated_at is not null or coalesce(p.draft = false, false) then 'used'
+       when l.expires_at <= now() then 'expired'
+       else 'active' end as state
+  from sso_setup_links l left join sso_providers p on p.id = l.provider_id`;
+
+/** The URL the owner hands out: the secret is in the fragment, which browsers never send, so it stays out of access logs and Referer headers. */
+export const setupUrl = (ctx: Pick<SsoContext, 'cfg'>, secret: string) => `${ctx.cfg.publicUrl}/dashboard/sso-setup.html#${secret}`;
+/** Where a test sign-in comes back to (the page keeps the secret in sessionStorage meanwhile). */
+export const setupPageUrl = (ctx: Pick<SsoContext, 'cfg'>) => `${ctx.cfg.publicUrl}/dashboard/sso-setup.html`;
+
+export async function insertLink(c: Db, ref: string, args: { kind: LinkKind; domains: string[]; ttlMs: number; tokenId: string | null }): Promise<{ id: string; secret: string }> {
+  const id = randomUUID();
+  const secret = newLinkSecret();
+  await c.query(
+    `insert into sso_setup_links (id, project_ref, secret_hash, kind, domains, provider_id, created_by_token, expires_at)
+     values ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8::double precision / 1000))`,
+    [id, ref, sha256(secret), args.kind, args.domains, randomUUID(), args.tokenId, args.ttlMs],
+  );
+  return { id, secret };
+}
+
+export async function linkBySecret(db: Db, secret: string): Promise<LinkRow | null> {
+  if (!SECRET.test(secret)) return null;
+  const r = await db.query(`${SELECT} where l.secret_hash = $1`, [sha256(secret)]);
+  return r.rows[0] ?? null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export async function linkById(db: Db, ref: string, id: string): Promise<LinkRow | null> {
+  if (!UUID.test(id)) return null;
+  const r = await db.query(`${SELECT} where l.project_ref = $1 and l.id = $2`, [ref, id]);
+  return r.rows[0] ?? null;
+}
+
+/** The live link that reserved `providerId` (for the SP metadata of a provider not saved yet). */
+export async function liveLinkForProvider(db: Db, ref: string, providerId: string): Promise<LinkRow | null> {
+  if (!UUID.test(providerId)) return null;
+  const r = await db.query(`select * from (${SELECT} where l.project_ref = $1 and l.provider_id = $2) x where state = 'active'`, [ref, providerId]);
+  return r.rows[0] ?? null;
+}
+
+export async function listLinks(db: Db, ref: string): Promise<LinkRow[]> {
+  const r = await db.query(`${SELECT} where l.project_ref = $1 order by l.created_at desc, l.id`, [ref]);
+  return r.rows;
+}
+
+export async function revokeLink(c: Db, id: string): Promise<boolean> {
+  const r = await c.query('update sso_setup_links set revoked_at = now() where id = $1 and revoked_at is null', [id]);
+  return (r.rowCount ?? 0) > 0;
+}
+
+/** Marks the link used, only if nothing else did first (a second activation finds nothing). */
+export async function markActivated(c: Db, id: string): Promise<boolean> {
+  const r = await c.query('update sso_setup_links set activated_at = now() where id = $1 and activated_at is null and revoked_at is null and expires_at > now()', [id]);
+  return (r.rowCount ?? 0) > 0;
+}
+
+/** The owner's view of a link: never its secret (only its hash is stored anyway). */
+export function presentLink(l: LinkRow): Record<string, unknown> {
+  return {
+    id: l.id,
+    kind: l.kind,
+    domains: l.domains,
+    state: l.state,
+    provider_id: l.provider_id,
+    created_at: l.created_at,
+    expires_at: l.expires_at,
+    revoked_at: l.revoked_at,
+    activated_at: l.activated_at,
+  };
+}

@@ -1,0 +1,218 @@
+// The API behind the SSO setup page (web/src/setup/), for whoever holds a setup link: the
+// customer's IT admin, who never gets the owner token. The link's secret is the credential, sent
+// as `Authorization: Bearer ssl_...` (never a cookie or a URL), so another site cannot make a
+// browser send it: the page's forms need no separate CSRF token, and bodies are JSON only.
+//   GET  /v1/sso-setup               what to enter at the IdP, the draft provider, the last test
+//   PUT  /v1/sso-setup/provider      save the IdP side (creates or changes the link's draft)
+//   POST /v1/sso-setup/test          start a test sign-in: the URL the browser goes to
+//   GET  /v1/sso-setup/tests/{id}    what a test sign-in found
+//   POST /v1/sso-setup/activate      turn the draft on (after a passing test of its current settings)
+// Nothing here takes a project ref, a provider id or a domain: all of it comes from the link, so
+// the page cannot reach any other provider or domain of the project.
+import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
+import { withTransaction } from '../../db/index.js';
+import { notifyOwner } from '../../email/index.js';
+import { ApiError } from '../../errors.js';
+import { errorSchema, MULTILINE_TEXT, TEXT } from '../../http/index.js';
+import { recordSetupLinkAudit, type AuditEvent } from '../../projects/index.js';
+import { limited } from '../auth-routes.js';
+import { loadAuthProject } from '../auth-project.js';
+import { DEFAULT_SCOPES, oidcCallbackUrl } from '../oidc/settings.js';
+import { providerFields, presentProvider } from '../providers/routes.js';
+import { kindOf } from '../providers/kinds.js';
+import { changeProvider, createProvider, type AuditWriter } from '../providers/save.js';
+import { deleteProvider, getProvider } from '../providers/store.js';
+import { EMAIL_NAMEID_FORMAT } from '../saml/core/index.js';
+import { acsUrl, spMetadataUrl } from '../saml/settings.js';
+import { insertFlow, newFlowId } from '../sign-in/flows.js';
+import type { AuthProject, ProviderInput, ProviderRow, SsoContext } from '../types.js';
+import { linkBySecret, markActivated, setupPageUrl, type LinkRow } from './links.js';
+import { getTest, latestTest, testCovers, testIsCurrent } from './test-flow.js';
+
+const GONE: Record<string, string> = {
+  expired: 'This setup link has expired. Ask the owner of the service for a new one.',
+  revoked: 'This setup link was revoked by the owner of the service. Ask them for a new one if you still need it.',
+  used: 'This setup link was already used: the provider it set up is active. Ask the owner of the service for a new link to change it.',
+};
+
+/** The link named by the bearer secret, usable now; else 404 (unknown) or 410 (expired, revoked, used). */
+async function requireLink(ctx: SsoContext, req: FastifyRequest): Promise<{ link: LinkRow; project: AuthProject }> {
+  const h = req.headers.authorization;
+  const m = typeof h === 'string' ? /^Bearer\s+(\S{1,128})$/i.exec(h.trim()) : null;
+  const link = m ? await linkBySecret(ctx.db, m[1]) : null;
+  if (!link) throw new ApiError('sso_setup_link_not_found', 'This setup link is not valid. Check that you opened the whole link you were sent.');
+  if (link.state !== 'active') throw new ApiError('sso_setup_link_gone', GONE[link.state], { state: link.state });
+  const project = await loadAuthProject(ctx, link.project_ref);
+  if (!project) throw new ApiError('sso_setup_link_not_found');
+  if (!project.features.includes('sso')) throw new ApiError('feature_not_in_plan', "The project's plan no longer includes SSO; ask the owner of the service.");
+  return { link, project };
+}
+
+const linkAudit = (req: FastifyRequest, link: LinkRow): AuditWriter => (c, e) => recordSetupLinkAudit(c, link.id, req.id, link.project_ref, e);
+
+/** The link's draft, or null before the first save (the id is reserved by the link). */
+async function draftOf(ctx: SsoContext, link: LinkRow): Promise<ProviderRow | null> {
+  return getProvider(ctx.db, link.project_ref, link.provider_id);
+}
+
+/** What the admin enters at the IdP, for the kinds the link allows. */
+function spSide(ctx: SsoContext, link: LinkRow, provider: ProviderRow | null) {
+  const m = provider?.attribute_mapping ?? {};
+  const saml = {
+    sp_entity_id: spMetadataUrl(ctx, link.project_ref, link.provider_id),
+    acs_url: acsUrl(ctx, link.project_ref, link.provider_id),
+    sp_metadata_url: spMetadataUrl(ctx, link.project_ref, link.provider_id),
+    nameid_format: EMAIL_NAMEID_FORMAT,
+    attributes: [
+      { field: 'email', attribute: m.email ?? 'email', note: 'else the NameID' },
+      { field: 'first_name', attribute: m.first_name ?? 'givenName' },
+      { field: 'last_name', attribute: m.last_name ?? 'surname' },
+      { field: 'name', attribute: m.name ?? 'displayName' },
+      ...Object.entries(m.extra ?? {}).map(([field, attribute]) => ({ field, attribute })),
+    ],
+  };
+  const oidc = { redirect_uri: oidcCallbackUrl(ctx, link.project_ref), scopes: provider?.scopes ?? DEFAULT_SCOPES };
+  return { saml: link.kind === 'oidc' ? null : saml, oidc: link.kind === 'saml' ? null : oidc };
+}
+
+/** The draft as the page shows it: the provider response (never the client secret) plus whether one is stored. */
+function presentDraft(ctx: SsoContext, p: ProviderRow | null) {
+  if (!p) return null;
+  return { ...presentProvider(ctx, p), has_client_secret: !!p.client_secret_enc };
+}
+
+const saveBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['kind'],
+  properties: {
+    kind: { type: 'string', enum: ['oidc', 'saml'] },
+    name: providerFields.name,
+    issuer: providerFields.issuer,
+    client_id: providerFields.client_id,
+    client_secret: providerFields.client_secret,
+    metadata_url: providerFields.metadata_url,
+    metadata_xml: { type: 'string', minLength: 1, maxLength: 512_000, pattern: MULTILINE_TEXT },
+    attribute_mapping: providerFields.attribute_mapping,
+  },
+} as const;
+
+type SaveBody = Pick<ProviderInput, 'name' | 'issuer' | 'client_id' | 'client_secret' | 'metadata_url' | 'metadata_xml' | 'attribute_mapping'> & { kind: 'oidc' | 'saml' };
+
+export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoContext): Promise<void> {
+  // per client address, like the public auth endpoints (a link's secret cannot be guessed anyway)
+  const config: FastifyContextConfig = limited(ctx.cfg.SSO_SETUP_RATE_LIMIT);
+  const security = [{ setupLink: [] }];
+  const common = { tags: ['sso-setup'], security };
+  const errors = { 400: errorSchema, 404: errorSchema, 410: errorSchema, 429: errorSchema };
+  // no cache anywhere: these answers are for the link holder only
+  app.addHook('onSend', async (req, reply) => {
+    if (req.url.startsWith('/v1/sso-setup')) reply.header('cache-control', 'no-store');
+  });
+
+  app.get('/v1/sso-setup', { config, schema: { ...common, summary: 'The setup link: what to enter at the IdP, the provider so far, the last test', response: errors } }, async (req) => {
+    const { link, project } = await requireLink(ctx, req);
+    const provider = await draftOf(ctx, link);
+    const last = await latestTest(ctx, link.id);
+    return {
+      link: { id: link.id, kind: link.kind, domains: link.domains, expires_at: link.expires_at },
+      project: { ref: project.ref },
+      ...spSide(ctx, link, provider),
+      provider: presentDraft(ctx, provider),
+      last_test: last ? { id: last.id, ok: last.ok, created_at: last.created_at, current: !!provider && testIsCurrent(last, provider) } : null,
+      can_activate: !!provider && testCovers(last, provider),
+    };
+  });
+
+  app.put<{ Body: SaveBody }>(
+    '/v1/sso-setup/provider',
+    { config, schema: { ...common, summary: "Save the IdP side of the link's provider (a draft until activated)", body: saveBody, response: { ...errors, 409: errorSchema } } },
+    async (req) => {
+      const { link } = await requireLink(ctx, req);
+      const b = req.body;
+      if (link.kind !== 'any' && link.kind !== b.kind) throw new ApiError('validation_failed', `This setup link is for a ${link.kind.toUpperCase()} provider.`);
+      const audit = linkAudit(req, link);
+      let existing = await draftOf(ctx, link);
+      if (existing && existing.kind !== b.kind) {
+        // switching protocol: the draft of the other kind is thrown away (it was never live)
+        await withTransaction(ctx.db, async (c) => {
+          if (await deleteProvider(c, link.project_ref, existing!.id)) await audit(c, { action: 'sso_provider.delete', resourceType: 'sso_provider', resourceId: existing!.id, details: { kind: existing!.kind, draft: true } });
+        });
+        existing = null;
+      }
+      const { kind, ...fields } = b;
+      let saved: ProviderRow;
+      if (existing) {
+        // the secret is write-only: leaving it out keeps the stored one
+        saved = await changeProvider(ctx, link.project_ref, existing, fields, audit);
+      } else {
+        const name = b.name ?? `SSO for ${link.domains[0]}`;
+        saved = await createProvider(ctx, link.project_ref, link.provider_id, { ...fields, kind, name, domains: link.domains }, audit, { draft: true });
+      }
+      req.log.info({ project: link.project_ref, setup_link: link.id, provider: saved.id }, 'sso setup link saved its provider');
+      return presentDraft(ctx, saved);
+    },
+  );
+
+  app.post('/v1/sso-setup/test', { config, schema: { ...common, summary: 'Start a test sign-in against the draft provider; answers the IdP URL to open', response: errors } }, async (req) => {
+    const { link, project } = await requireLink(ctx, req);
+    const provider = await draftOf(ctx, link);
+    if (!provider) throw new ApiError('validation_failed', 'Save the identity provider settings first.');
+    const flowId = newFlowId();
+    const started = await kindOf(provider.kind).start(ctx, { project, provider, flowId });
+    await insertFlow(ctx, {
+      id: flowId,
+      project_ref: project.ref,
+      provider_id: provider.id,
+      redirect_to: setupPageUrl(ctx),
+      code_challenge: null,
+      code_challenge_method: null,
+      setup_link_id: link.id,
+      ...started.flow,
+    });
+    return { url: started.url };
+  });
+
+  app.get<{ Params: { id: string } }>(
+    '/v1/sso-setup/tests/:id',
+    { config, schema: { ...common, summary: 'What a test sign-in found', params: { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 64 } } }, response: errors } },
+    async (req) => {
+      const { link } = await requireLink(ctx, req);
+      const t = await getTest(ctx, link.id, req.params.id);
+      if (!t) throw new ApiError('not_found', 'No such test sign-in for this link.');
+      const provider = await draftOf(ctx, link);
+      return { id: t.id, created_at: t.created_at, current: !!provider && testIsCurrent(t, provider), ...t.result };
+    },
+  );
+
+  app.post('/v1/sso-setup/activate', { config, schema: { ...common, summary: 'Activate the provider (needs a passing test of its current settings)', response: { ...errors, 409: errorSchema } } }, async (req) => {
+    const { link } = await requireLink(ctx, req);
+    const provider = await draftOf(ctx, link);
+    const last = await latestTest(ctx, link.id);
+    if (!provider || !testCovers(last, provider)) throw new ApiError('sso_setup_test_required');
+    const audit = linkAudit(req, link);
+    const activated = await changeProvider(ctx, link.project_ref, provider, { enabled: true }, async (c, e: AuditEvent) => {
+      // in the activation's transaction: two activations at once, or a revocation meanwhile, leave one winner
+      if (!(await markActivated(c, link.id))) throw new ApiError('sso_setup_link_gone', GONE.used, { state: 'used' });
+      await audit(c, e);
+      await audit(c, { action: 'sso_setup_link.activate', resourceType: 'sso_setup_link', resourceId: link.id, details: { provider_id: provider.id, kind: provider.kind, domains: provider.domains, test_id: last!.id } });
+    });
+    req.log.info({ project: link.project_ref, setup_link: link.id, provider: provider.id }, 'sso provider activated through a setup link');
+    const tested = last!.result as { email?: string };
+    const notice = await notifyOwner(ctx, link.project_ref, {
+      subject: `SSO provider activated for ${link.domains.join(', ')}`,
+      text: [
+        `An SSO provider was activated through a setup link of project ${link.project_ref}.`,
+        '',
+        `Provider: ${activated.name} (${activated.kind.toUpperCase()}, id ${activated.id})`,
+        `Domains: ${activated.domains.join(', ')}`,
+        activated.kind === 'saml' ? `IdP entity ID: ${activated.idp_entity_id}` : `Issuer: ${activated.issuer}`,
+        `Tested with: ${tested.email ?? 'unknown'}`,
+        `Setup link: ${link.id} (it no longer works)`,
+        '',
+        'Users of these domains now sign in through it. To turn it off: PATCH the provider with {"enabled": false}, or use the dashboard.',
+      ].join('\n'),
+    });
+    return { provider: presentDraft(ctx, activated), owner_notified: notice.sent };
+  });
+}
