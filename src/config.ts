@@ -184,7 +184,8 @@ const schema = z.object({
    * fault (5xx, 408, 429, timeout, network error) and they were at least CIRCUIT_FAILURE_RATIO of
    * the attempts. Open, it sends nothing and holds the endpoint's messages; a single probe goes
    * after CIRCUIT_COOLDOWN (doubling per failed probe up to CIRCUIT_COOLDOWN_MAX), and when one
-   * succeeds the held messages are released at CIRCUIT_RELEASE_RATE per second. 0 threshold: off.
+   * succeeds the held messages are released at CIRCUIT_RELEASE_RATE per second. Threshold 0: no
+   * circuit ever opens (per-webhook rate limits still apply).
    */
   CIRCUIT_FAILURE_THRESHOLD: z.coerce.number().int().min(0).max(100_000).default(10),
   CIRCUIT_FAILURE_RATIO: z.coerce.number().min(0).max(1).default(0.5),

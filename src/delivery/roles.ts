@@ -26,7 +26,7 @@ export function createPipeline(ctx: AppContext, ladder: RetryLadder, health?: En
   // Keep-alive pooled connections per origin; the limit on attempts in flight is the dispatcher's.
   const http = createGuardedDispatcher({ allow: makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS), keepAliveTimeout: 4_000 });
   const recorder = new OutcomeRecorder(ctx);
-  const gate = health?.enabled ? new EndpointGate(ctx, health) : undefined;
+  const gate = health ? new EndpointGate(ctx, health) : undefined;
   const pipeline = new AttemptPipeline({ ctx, directory: new DeliveryDirectory(ctx), http, recorder, ladder, gate });
   return {
     pipeline,
@@ -46,8 +46,8 @@ export async function startWorkers(ctx: AppContext, roles: string[], onFatal: On
   if (roles.includes('dispatcher')) {
     // circuit breaker, rate limits and held messages (endpoints/): shared by both consumers
     const health = new EndpointHealth(ctx);
-    if (health.enabled) health.start();
-    const releaser = health.enabled ? startReleaser(ctx, health) : null;
+    health.start();
+    const releaser = startReleaser(ctx, health);
     const { pipeline, close } = createPipeline(ctx, new KafkaRetryLadder(ctx), health);
     const retries = await startRetryConsumer(ctx, pipeline, onFatal);
     // callbacks react to the final outcomes both consumers record
@@ -68,7 +68,7 @@ export async function startWorkers(ctx: AppContext, roles: string[], onFatal: On
     workers.push({
       name: 'dispatcher',
       async stop() {
-        await releaser?.stop();
+        await releaser.stop();
         await Promise.all([consumer, retries, callbacks, housekeeping, supervisor].map((w) => w.stop()));
         await health.stop();
         await close();

@@ -61,6 +61,7 @@ export class EndpointHealth {
     this.#log = ctx.log.child({ component: 'endpoint-health' });
   }
 
+  /** CIRCUIT_FAILURE_THRESHOLD 0: no circuit ever opens (rate limits still apply). */
   get enabled(): boolean {
     return this.ctx.cfg.CIRCUIT_FAILURE_THRESHOLD > 0;
   }
