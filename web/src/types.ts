@@ -72,6 +72,45 @@ export interface Webhook {
   updated_at: string;
   /** a v1 webhook's whsec_ secret: only in the creation or rotation response */
   signing_secret?: string;
+  /** at most this many requests per second to the URL; null: no limit */
+  rate_limit?: number | null;
+  /** 'failing': the service disabled it after its endpoint kept failing; null otherwise */
+  disabled_reason?: string | null;
+  disabled_at?: string | null;
+  circuit?: Circuit;
+  /** while the service has it disabled, and in the answer that enables it: what to replay */
+  replay_offer?: ReplayOffer;
+}
+
+/** The circuit breaker of an endpoint: a webhook (webhook:<id>) or a base.http_request host (host:<name>). */
+export interface Circuit {
+  endpoint: string;
+  webhook_id: string | null;
+  /** closed: sending; open: nothing is sent, messages are held; half_open: one probe is out */
+  state: 'closed' | 'open' | 'half_open';
+  held_messages: number;
+  failures_in_window: number;
+  attempts_in_window: number;
+  last_error: string | null;
+  last_failure_at: string | null;
+  opened_at: string | null;
+  next_probe_at: string | null;
+  failing_since: string | null;
+  probes: number;
+  failed_probes: number;
+}
+
+/** The bulk replay (POST .../outbox/replay body) of what ended dead while a webhook was disabled. */
+export interface ReplayOffer {
+  deliveries: number;
+  request: { status: 'dead'; webhook_id: string; since: string };
+}
+
+/** POST /v1/projects/{ref}/outbox/replay */
+export interface ReplayResult {
+  matched: number;
+  replayed: number;
+  not_found: number;
 }
 
 export interface Secret {

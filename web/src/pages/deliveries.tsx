@@ -10,6 +10,7 @@ import { Pager, usePager } from '../ui/pager';
 import { DeliveryView, StatusBadge, lastResult } from './delivery-detail';
 import { Replay } from './replay';
 import { CaptureLine } from './capture';
+import { EndpointsPanel } from './endpoints';
 
 type Status = '' | Delivery['status'];
 type Kind = '' | Delivery['kind'];
@@ -46,6 +47,7 @@ function DeliveryList({ project }: SectionProps) {
         <em>delivered</em>, <em>failed</em> (to be retried with backoff) or <em>dead</em> (no more automatic retries).
       </p>
       <CaptureLine project={project} />
+      <EndpointsPanel project={project} quietWhenNone />
       <div class="toolbar filters">
         <Select
           label="Status"

@@ -6,11 +6,24 @@ import { Dialog } from '../ui/dialog';
 import { ErrorNote, Notice } from '../ui/feedback';
 import { Field, Select } from '../ui/form';
 import { useAction } from '../ui/use-resource';
+import type { ReplayResult } from '../types';
 
-interface ReplayResult {
-  matched: number;
-  replayed: number;
-  not_found: number;
+/** What a bulk replay did: how many matched, were queued again, and could not be (off the log). */
+export function ReplayOutcome({ result }: { result: ReplayResult }) {
+  return (
+    <>
+      <Notice kind={result.replayed ? 'success' : 'info'}>
+        {result.matched === 0
+          ? 'No delivery matched these filters: nothing was sent again.'
+          : `${result.replayed} of ${result.matched} matching ${result.matched === 1 ? 'delivery was' : 'deliveries were'} queued again as a new run.`}
+      </Notice>
+      {result.not_found > 0 && (
+        <Notice kind="warning">
+          {result.not_found} could not be replayed: their messages are no longer on the log (retention has passed).
+        </Notice>
+      )}
+    </>
+  );
 }
 
 export function Replay({ path, onClose, onDone }: { path: string; onClose: () => void; onDone: () => void }) {
@@ -40,16 +53,7 @@ export function Replay({ path, onClose, onDone }: { path: string; onClose: () =>
     <Dialog title="Replay deliveries" onClose={onClose}>
       {result !== null ? (
         <>
-          <Notice kind={result.replayed ? 'success' : 'info'}>
-            {result.matched === 0
-              ? 'No delivery matched these filters: nothing was sent again.'
-              : `${result.replayed} of ${result.matched} matching ${result.matched === 1 ? 'delivery was' : 'deliveries were'} queued again as a new run.`}
-          </Notice>
-          {result.not_found > 0 && (
-            <Notice kind="warning">
-              {result.not_found} could not be replayed: their messages are no longer on the log (retention has passed).
-            </Notice>
-          )}
+          <ReplayOutcome result={result} />
           <div class="actions">
             <button type="button" class="primary" onClick={onClose} autoFocus>
               Close

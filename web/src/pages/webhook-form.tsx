@@ -16,6 +16,7 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
   const [url, setUrl] = useState(hook?.url ?? 'https://');
   const [headers, setHeaders] = useState(formatHeaders(hook?.headers));
   const [timeout, setTimeoutMs] = useState(hook?.timeout_ms ? String(hook.timeout_ms) : '');
+  const [rate, setRate] = useState(hook?.rate_limit ? String(hook.rate_limit) : '');
   const [enabled, setEnabled] = useState(hook?.enabled ?? true);
   const [scheme, setScheme] = useState<'v1' | 'v1a'>(hook?.signature_scheme ?? 'v1');
 
@@ -27,11 +28,17 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
       throw new ApiFailure(0, 'invalid_headers', (e as Error).message);
     }
     if (events.length === 0) throw new ApiFailure(0, 'no_events', 'Choose at least one event.');
+    const rateText = rate.trim();
+    if (rateText && !(/^\d+$/.test(rateText) && Number(rateText) >= 1 && Number(rateText) <= 10_000)) {
+      throw new ApiFailure(0, 'invalid_rate_limit', 'The rate limit is a whole number of requests per second from 1 to 10000, or empty for no limit.');
+    }
     // only UPDATE can be filtered by column; an empty field means every UPDATE fires
     const listed = events.includes('UPDATE') ? [...new Set(columns.split(',').map((c) => c.trim()).filter(Boolean))] : [];
     const update_columns = listed.length ? listed : null;
     const body: Record<string, unknown> = { name: name.trim() || table.trim(), table: table.trim(), events, update_columns, url: url.trim(), headers: parsedHeaders, enabled, signature_scheme: scheme };
     if (timeout) body.timeout_ms = Number(timeout);
+    // empty: no limit (null clears one); a new webhook without one sends nothing
+    if (rateText || hook) body.rate_limit = rateText ? Number(rateText) : null;
     if (!hook) return onSaved(await api<Webhook>('POST', base, body));
     const changed = Object.fromEntries(
       Object.entries(body).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify((hook as unknown as Record<string, unknown>)[k])),
@@ -92,6 +99,16 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
         hint="One “Name: value” per line. webhook-id, webhook-timestamp and webhook-signature are set by the service."
       />
       <Field label="Timeout (ms)" type="number" value={timeout} onInput={setTimeoutMs} min={1} placeholder="10000" />
+      <Field
+        label="Rate limit (requests/second)"
+        type="number"
+        value={rate}
+        onInput={setRate}
+        min={1}
+        max={10000}
+        placeholder="no limit"
+        hint="At most this many requests per second to the URL, across all dispatchers; changes beyond it wait their turn without spending an attempt. Empty: no limit."
+      />
       <Select
         label="Signature"
         value={scheme}

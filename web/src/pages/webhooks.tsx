@@ -1,13 +1,15 @@
-// Database webhooks: create (the signing secret is shown once), edit, rotate the secret, delete.
-import { useState } from 'preact/hooks';
+// Database webhooks: create (the signing secret is shown once), edit, rotate the secret, delete;
+// each one's endpoint health (circuit, rate limit), and enabling one the service disabled.
+import { useCallback, useMemo, useState } from 'preact/hooks';
 import { api, seg } from '../api';
 import type { SectionProps } from './section';
-import type { Webhook } from '../types';
+import type { ReplayOffer, Webhook } from '../types';
 import { Badge, Empty, ErrorNote, Failure, Loading, Notice, when } from '../ui/feedback';
 import { Confirm, ConfirmDelete, Dialog } from '../ui/dialog';
 import { useAction, useResource } from '../ui/use-resource';
 import { OneTimeSecret } from './webhook-secret';
 import { WebhookForm } from './webhook-form';
+import { DisabledBanner, EndpointCell, EndpointsPanel, ReplayOfferBox, useVisibleRefresh } from './endpoints';
 
 type Mode = { kind: 'create' } | { kind: 'edit'; hook: Webhook } | { kind: 'rotate'; hook: Webhook } | { kind: 'delete'; hook: Webhook } | null;
 
@@ -17,6 +19,25 @@ export function Webhooks({ project }: SectionProps) {
   const [mode, setMode] = useState<Mode>(null);
   const [secret, setSecret] = useState<{ name: string; value: string; rotated: boolean; previousUntil?: string | null } | null>(null);
   const [flash, setFlash] = useState('');
+  const [offer, setOffer] = useState<{ name: string; offer: ReplayOffer } | null>(null);
+  const [tick, setTick] = useState(0);
+  const refresh = useCallback(() => {
+    list.reload();
+    setTick((t) => t + 1);
+  }, [list.reload]);
+  // circuits open and close by themselves: the list follows them while the page is shown
+  useVisibleRefresh(list.reload);
+  const names = useMemo(() => new Map((list.data ?? []).map((h) => [h.id, h.name])), [list.data]);
+  const disabledByService = (list.data ?? []).filter((h) => h.disabled_reason === 'failing' && !h.enabled);
+
+  /** After enabling a webhook the service had disabled, its answer may offer a replay. */
+  const offerFrom = (saved: Webhook) => setOffer(saved.enabled && saved.replay_offer && saved.replay_offer.deliveries > 0 ? { name: saved.name, offer: saved.replay_offer } : null);
+  const enable = useAction(async (hook: Webhook) => {
+    const r = await api<Webhook>('PATCH', `${base}/${seg(hook.id)}`, { enabled: true });
+    setFlash(`Webhook “${hook.name}” enabled: its circuit is closed and it sends again.`);
+    offerFrom(r);
+    refresh();
+  });
 
   const rotate = useAction(async (hook: Webhook) => {
     const r = await api<Webhook>('PATCH', `${base}/${seg(hook.id)}`, { rotate_secret: true });
@@ -42,9 +63,17 @@ export function Webhooks({ project }: SectionProps) {
         <button type="button" class="primary" onClick={() => setMode({ kind: 'create' })}>
           New webhook
         </button>
+        <button type="button" onClick={refresh} disabled={list.loading}>
+          Refresh
+        </button>
       </div>
       {secret && <OneTimeSecret {...secret} onDone={() => setSecret(null)} />}
       {flash && <Notice kind="success">{flash}</Notice>}
+      {offer && <ReplayOfferBox project={project} name={offer.name} offer={offer.offer} onClose={() => setOffer(null)} />}
+      {disabledByService.map((h) => (
+        <DisabledBanner key={h.id} hook={h} busy={enable.busy} onEnable={() => void enable.run(h)} />
+      ))}
+      <ErrorNote error={enable.error} title="Not enabled" />
       {list.loading && !list.data && <Loading what="Loading webhooks" />}
       {list.error && <Failure error={list.error} plan={project.plan} projectRef={project.ref} />}
       {list.data?.length === 0 && <Empty>No webhooks yet. Create one to get a request for every insert, update or delete on a table.</Empty>}
@@ -56,6 +85,7 @@ export function Webhooks({ project }: SectionProps) {
               <th scope="col">Name</th>
               <th scope="col">Table and events</th>
               <th scope="col">URL</th>
+              <th scope="col">Endpoint</th>
               <th scope="col">Signature</th>
               <th scope="col">Updated</th>
               <th scope="col">
@@ -67,13 +97,17 @@ export function Webhooks({ project }: SectionProps) {
             {list.data.map((h) => (
               <tr key={h.id}>
                 <td>
-                  <strong>{h.name}</strong> {!h.enabled && <Badge tone="muted">disabled</Badge>}
+                  <strong>{h.name}</strong>{' '}
+                  {!h.enabled && (h.disabled_reason === 'failing' ? <Badge tone="bad">disabled by the service</Badge> : <Badge tone="muted">disabled</Badge>)}
                 </td>
                 <td>
                   <code>{h.table}</code>{' '}
                   <span class="dim">{h.events.map((e) => (e === 'UPDATE' && h.update_columns ? `UPDATE of ${h.update_columns.join(', ')}` : e)).join(', ')}</span>
                 </td>
                 <td class="mono wrap">{h.url}</td>
+                <td>
+                  <EndpointCell hook={h} />
+                </td>
                 <td>
                   {h.signature_scheme === 'v1a' ? (
                     <>
@@ -106,6 +140,7 @@ export function Webhooks({ project }: SectionProps) {
           </tbody>
         </table>
       )}
+      {list.data && <EndpointsPanel project={project} names={names} tick={tick} />}
 
       {(mode?.kind === 'create' || mode?.kind === 'edit') && (
         <Dialog title={mode.kind === 'create' ? 'New webhook' : `Edit ${mode.hook.name}`} onClose={() => setMode(null)}>
@@ -118,7 +153,8 @@ export function Webhooks({ project }: SectionProps) {
               if (saved.signing_secret) setSecret({ name: saved.name, value: saved.signing_secret, rotated: mode.kind === 'edit', previousUntil: saved.previous_secret_expires_at });
               else if (mode.kind === 'create' && saved.public_key) setFlash(`Webhook “${saved.name}” created. Receivers verify its requests with the public key listed below.`);
               else setFlash(`Webhook “${saved.name}” saved.`);
-              list.reload();
+              if (mode.kind === 'edit' && !mode.hook.enabled) offerFrom(saved);
+              refresh();
             }}
             onCancel={() => setMode(null)}
           />
