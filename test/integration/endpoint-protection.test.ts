@@ -134,6 +134,26 @@ describe('endpoint protection: circuit breaker and rate limit', () => {
     expect((await webhook(hook.id)).circuit).toMatchObject({ state: 'closed', held_messages: 0 });
   });
 
+  it('keeps a circuit per target host of base.http_request, listed among the endpoints', async () => {
+    a.script('/api', { status: 500 });
+    const enqueue = () => db.query(`select base.http_request('POST', $1, '{}'::jsonb, '{"n":1}'::jsonb) as id`, [`${a.url}/api`]);
+    const first = (await enqueue()).rows[0].id;
+    const key = `host:${new URL(a.url).host}`;
+    const open = await eventually(async () => ((await call('GET', '/outbox/endpoints')) as any[]).find((e) => e.endpoint === key && e.state === 'open'), 30_000, 'the host circuit to open');
+    expect(open).toMatchObject({ webhook_id: null, last_error: 'HTTP 500' });
+    expect(open.failures_in_window).toBeGreaterThanOrEqual(3);
+    const heldBefore = await holds('circuit');
+    const second = (await enqueue()).rows[0].id;
+    a.script('/api', { status: 200 }); // before the first probe (cool-down 1.5 s): it succeeds
+    for (const id of [first, second]) {
+      await eventually(async () => (await call('GET', `/outbox/deliveries/${id}`)).status === 'delivered', 60_000, `${id} delivered`);
+    }
+    // the second message was held from the start (no attempt while open); its one attempt is the
+    // probe or its release
+    expect(await holds('circuit')).toBeGreaterThan(heldBefore);
+    expect((await call('GET', `/outbox/deliveries/${second}`)).attempts).toBe(1);
+  });
+
   it('a rate-limited webhook never gets more than its rate in any second, across two dispatchers, and spends no attempt on waiting', async () => {
     b.script('/rl', { status: 200 });
     const hook = await call('POST', '/webhooks', { name: 'rl', table: 'public.rl_items', events: ['INSERT'], url: `${b.url}/rl`, rate_limit: 5 });

@@ -1,17 +1,16 @@
 // What an endpoint is, for the circuit breaker, the rate limit and the hold (docs/delivery.md,
 // "Endpoint protection"): a webhook (`webhook:<id>`), or a target host of base.http_request in one
-// project (`host:<hostname>`, from the URL as written). Per project: one project's failing path on a
+// project (`host:<host>`: the URL's host, with its port when not the default). Per project: one project's failing path on a
 // shared host (a bad token, say) must not stop another project's requests to it. Email has no
 // endpoint of its own here: it goes to the platform's or the project's SMTP server, whose failures
 // are the operator's concern, not one recipient's.
 import type { DeliveryTarget } from '../channels/channel.js';
 import type { OutboxMessage } from '../message.js';
 import type { AttemptOutcome } from '../../outbound/index.js';
-import { targetHost } from '../recovery/replay.js';
 
 export interface Endpoint {
   project: string;
-  /** `webhook:<uuid>` or `host:<hostname>` */
+  /** `webhook:<uuid>` or `host:<host[:port]>` */
   key: string;
   webhookId: string | null;
 }
@@ -19,8 +18,18 @@ export interface Endpoint {
 export function endpointOf(msg: Pick<OutboxMessage, 'kind' | 'project'>, target: DeliveryTarget): Endpoint | null {
   if (msg.kind === 'webhook') return target.webhookId ? { project: msg.project, key: `webhook:${target.webhookId}`, webhookId: target.webhookId } : null;
   if (msg.kind !== 'http') return null;
-  const host = targetHost(target.target);
+  const host = hostOf(target.target);
   return host ? { project: msg.project, key: `host:${host}`, webhookId: null } : null;
+}
+
+/** host[:port] of an http(s) URL as written (two services on one machine are two endpoints). */
+function hostOf(url: string): string | null {
+  try {
+    const u = new URL(url);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.host.toLowerCase() : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Map key of an endpoint in this process's caches. */
