@@ -39,6 +39,7 @@ describe('endpoint protection: circuit breaker and rate limit', () => {
     // only what is in the control database) and a projector
     workers = [...(await startWorkers(svc.ctx, ['dispatcher', 'projector'])), ...(await startWorkers(svc.ctx, ['dispatcher']))];
     project = await svc.project('pro');
+    expect((await svc.api(project.ownerToken, 'POST', `/v1/projects/${project.ref}/outbox/enable`)).status).toBeLessThan(300);
     db = new pg.Client({ connectionString: project.databaseUrl });
     await db.connect();
     await db.query('create table public.cb_items (id serial primary key, name text); create table public.rl_items (id serial primary key, name text)');
