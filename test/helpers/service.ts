@@ -118,9 +118,34 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
         await disableProjectOutbox(ctx, r.ref).catch((err) => console.warn(`test cleanup: the outbox of ${r.ref} could not be removed (${(err as Error).message}); its connector, slot and database are left`));
       }
       const projects = (await ctx.db.query('select ref from projects where managed_database')).rows.map((r) => `proj_${String(r.ref).replace(/-/g, '_')}`);
+      await deleteKafkaState(ctx, cfg.TOPIC_PREFIX);
       await closeContext(ctx);
       for (const db of projects) await dropDatabase(db).catch(() => {});
       await dropDatabase(controlDb).catch(() => {});
     },
   };
+}
+
+/**
+ * Deletes this service's topics (its own, and the Debezium heartbeat topics of its connectors) and
+ * consumer groups. Without it the shared development broker gains ~700 partitions per full run,
+ * and a broker with ~15,000 partitions takes minutes to start. Best effort, bounded: a cleanup
+ * that fails or hangs is reported, never fails the file.
+ */
+async function deleteKafkaState(ctx: TestService['ctx'], prefix: string): Promise<void> {
+  const admin = ctx.kafka.admin();
+  const work = (async () => {
+    await admin.connect();
+    try {
+      const topics = (await admin.listTopics()).filter((t) => t.startsWith(`${prefix}.`) || t.startsWith(`__debezium-heartbeat.outbox.${prefix}.`));
+      if (topics.length) await admin.deleteTopics({ topics, timeout: 10_000 });
+      const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(`${prefix}.`));
+      if (groups.length) await admin.deleteGroups(groups).catch(() => {});
+    } finally {
+      await admin.disconnect();
+    }
+  })();
+  const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 15_000).unref());
+  const out = await Promise.race([work.then(() => 'ok' as const), timeout]).catch((err: Error) => err.message);
+  if (out !== 'ok') console.warn(`test cleanup: the Kafka topics of ${prefix} were not all deleted (${out})`);
 }
