@@ -104,7 +104,7 @@ export function Webhooks({ project }: SectionProps) {
                   <code>{h.table}</code>{' '}
                   <span class="dim">{h.events.map((e) => (e === 'UPDATE' && h.update_columns ? `UPDATE of ${h.update_columns.join(', ')}` : e)).join(', ')}</span>
                 </td>
-                <td class="mono wrap">{h.url}</td>
+                <td class="mono wrap webhook-url">{h.url}</td>
                 <td>
                   <EndpointCell hook={h} />
                 </td>
