@@ -62,3 +62,5 @@ alter table webhooks add column rate_limit integer check (rate_limit between 1 a
 -- set when the service disabled the webhook itself ('failing'); cleared when it is enabled again
 alter table webhooks add column disabled_reason text;
 alter table webhooks add column disabled_at timestamptz;
+-- since when its endpoint had been failing when the service disabled it (the circuit is forgotten then)
+alter table webhooks add column disabled_failing_since timestamptz;

@@ -38,6 +38,7 @@ export interface WebhookRow {
   /** 'failing' when the service disabled it (endpoint protection), else null */
   disabled_reason: string | null;
   disabled_at: Date | null;
+  disabled_failing_since: Date | null;
 }
 
 /** v1: HMAC-SHA256 with a shared whsec_ secret; v1a: ed25519, verified with the whpk_ public key. */
@@ -64,6 +65,7 @@ export function webhookRecord(w: WebhookRow, extras?: EndpointExtras) {
     rate_limit: w.rate_limit,
     disabled_reason: w.disabled_reason,
     disabled_at: iso(w.disabled_at),
+    disabled_failing_since: iso(w.disabled_failing_since),
     circuit: extras?.circuit ?? healthyCircuit(w.id),
     ...(extras?.replay_offer ? { replay_offer: extras.replay_offer } : {}),
     signature_scheme: w.signature_scheme ?? 'v1',
@@ -123,7 +125,8 @@ export async function updateWebhook(q: Q, ref: string, id: string, f: WebhookFie
             enabled = $10, update_columns = $11, rate_limit = $12, updated_at = now(),
             -- enabled again (by the owner): no longer disabled by the service
             disabled_reason = case when $10 then null else disabled_reason end,
-            disabled_at = case when $10 then null else disabled_at end
+            disabled_at = case when $10 then null else disabled_at end,
+            disabled_failing_since = case when $10 then null else disabled_failing_since end
       where project_ref = $1 and id = $2`,
     [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit],
   );

@@ -101,6 +101,7 @@ const record = {
     rate_limit: { type: ['integer', 'null'] },
     disabled_reason: { type: ['string', 'null'], description: "'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise" },
     disabled_at: { type: ['string', 'null'], format: 'date-time' },
+    disabled_failing_since: { type: ['string', 'null'], format: 'date-time', description: 'when disabled by the service: since when its endpoint had been failing' },
     circuit,
     replay_offer: {
       type: 'object',

@@ -77,6 +77,8 @@ export interface Webhook {
   /** 'failing': the service disabled it after its endpoint kept failing; null otherwise */
   disabled_reason?: string | null;
   disabled_at?: string | null;
+  /** when disabled by the service: since when its endpoint had been failing */
+  disabled_failing_since?: string | null;
   circuit?: Circuit;
   /** while the service has it disabled, and in the answer that enables it: what to replay */
   replay_offer?: ReplayOffer;

@@ -49,6 +49,8 @@ type Ctx = Pick<AppContext, 'db' | 'cfg' | 'log'>;
 
 export class EndpointHealth {
   #views = new Map<string, EndpointView>();
+  /** endpoints whose state another process announced lately: their webhook config is read afresh */
+  #announced = new Map<string, number>();
   #deltas = new Map<string, Delta>();
   #flushTimer: NodeJS.Timeout | undefined;
   #pollTimer: NodeJS.Timeout | undefined;
@@ -105,6 +107,7 @@ export class EndpointHealth {
       client.on('notification', (n) => {
         try {
           const { p, e, s } = JSON.parse(n.payload ?? '{}');
+          this.#announced.set(endpointId({ project: p, key: e }), Date.now());
           if (s === 'gone') this.#views.delete(endpointId({ project: p, key: e }));
           else this.#setState({ project: p, key: e }, s);
         } catch {
@@ -118,6 +121,19 @@ export class EndpointHealth {
       this.#log.debug({ err }, 'listening for endpoint state changes failed; trying again');
       setTimeout(() => void this.#listen(), 1000).unref();
     }
+  }
+
+  /**
+   * Whether the endpoint's state was announced within DELIVERY_CONFIG_TTL + 1 s: a webhook the
+   * releaser just disabled may still be enabled in this process's config cache.
+   */
+  recentlyAnnounced(e: Endpoint): boolean {
+    const id = endpointId(e);
+    const at = this.#announced.get(id);
+    if (at === undefined) return false;
+    if (Date.now() - at <= this.ctx.cfg.DELIVERY_CONFIG_TTL + 1000) return true;
+    this.#announced.delete(id);
+    return false;
   }
 
   view(e: Endpoint): EndpointView | undefined {

@@ -101,9 +101,9 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
       await c.query('delete from endpoint_rate where project_ref = $1 and endpoint = $2', [e.project, e.key]);
       if (row.webhook_id) {
         const w = await c.query(
-          `update webhooks set enabled = false, disabled_reason = 'failing', disabled_at = now(), updated_at = now()
+          `update webhooks set enabled = false, disabled_reason = 'failing', disabled_at = now(), disabled_failing_since = $2, updated_at = now()
             where id = $1 and enabled returning name, url`,
-          [row.webhook_id],
+          [row.webhook_id, row.failing_since],
         );
         // its held messages go back as usual and end dead 'webhook disabled' in the channel
         await putBack(c, e.project, e.key, 'paced', Infinity);

@@ -91,10 +91,8 @@ export function EndpointCell({ hook }: { hook: Webhook }) {
 
 /** A webhook the service disabled because its endpoint failed every attempt for too long. */
 export function DisabledBanner({ hook, busy, onEnable }: { hook: Webhook; busy: boolean; onEnable: () => void }) {
-  // the service forgets the circuit when it disables the webhook: a failing_since after disabled_at
-  // belongs to attempts made since, not to the failures that disabled it
-  const f = hook.circuit?.failing_since;
-  const since = f && hook.disabled_at && Date.parse(f) <= Date.parse(hook.disabled_at) ? f : hook.disabled_at;
+  // the service forgets the circuit when it disables the webhook and keeps when it began failing
+  const since = hook.disabled_failing_since ?? hook.disabled_at;
   return (
     <div class="notice warning disabled-banner" role="alert" aria-label={`${hook.name} disabled by the service`}>
       <p>
