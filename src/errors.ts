@@ -49,6 +49,7 @@ export const catalogue = {
   sso_setup_link_not_found: [404, 'No such SSO setup link.'],
   sso_setup_link_gone: [410, 'This SSO setup link has expired, was revoked or was already used.'],
   sso_setup_test_required: [409, 'Run a successful test sign-in with the current settings before activating the provider.'],
+  sso_setup_conflict: [409, 'The provider of this setup link was changed at the same time (another save, or the owner); reload the page and save again.'],
   user_not_found: [404, 'No such user.'],
   user_exists: [409, 'A user with that email already exists.'],
 

@@ -32,6 +32,7 @@ export type AuditAction =
   | 'sso_provider.delete'
   | 'sso_setup_link.create'
   | 'sso_setup_link.revoke'
+  | 'sso_setup_link.test_start'
   | 'sso_setup_link.test'
   | 'sso_setup_link.activate'
   | 'user.create'

@@ -1,11 +1,14 @@
 // OIDC discovery with openid-client. Runs when a provider is saved (to refuse an unreachable issuer
 // or one that names itself differently), on the test endpoint, and (cached) during sign-in.
 //
-// Discovery is not sent through the outbound SSRF guard that protects webhook deliveries: an IdP is
-// configured by the project owner (not by data in their database), and company IdPs are often on
-// private networks. The issuer must be https unless OIDC_ALLOW_HTTP_ISSUER allows http.
+// Discovery, and every later request of the configuration it returns (token, userinfo, JWKS: their
+// URLs come from the discovery document), go through the outbound SSRF guard (src/sso/idp-fetch.ts):
+// a setup link's holder can set the issuer, so only public addresses are reached unless
+// OUTBOUND_ALLOW_CIDRS admits a private range, and redirects are not followed. The issuer must be
+// https unless OIDC_ALLOW_HTTP_ISSUER allows http.
 import * as client from 'openid-client';
 import { ApiError } from '../../errors.js';
+import { IdpFetchError, networkReason, oidcFetch } from '../idp-fetch.js';
 import type { SsoContext } from '../types.js';
 
 const CACHE_TTL_MS = 5 * 60_000;
@@ -23,9 +26,21 @@ function codesOf(err: unknown): string[] {
 }
 
 function reason(err: unknown): string {
-  const e = err as { message?: string; cause?: { code?: string; message?: string } };
-  const cause = e.cause?.code ?? e.cause?.message;
+  const e = err as { message?: string; cause?: unknown };
+  // a network failure (refused by the guard, unreachable, timed out) is fetch's TypeError
+  if (err instanceof TypeError || (err as { name?: string }).name === 'TimeoutError') return networkReason(err);
+  const c = e.cause as { code?: string; message?: string } | undefined;
+  const cause = c?.code ?? c?.message;
   return `${e.message ?? String(err)}${cause && typeof cause === 'string' ? ` (${cause})` : ''}`;
+}
+
+/** What a setup link's holder is told about a failed discovery. */
+export const GENERIC_DISCOVERY_FAILURE = 'The issuer could not be discovered: check it is public and serves its OpenID configuration at /.well-known/openid-configuration.';
+
+/** Sends a configuration's requests (token, userinfo, JWKS) through the guard too. */
+function guard(ctx: Pick<SsoContext, 'cfg'>, config: client.Configuration): client.Configuration {
+  config[client.customFetch] = oidcFetch(ctx.cfg) as never;
+  return config;
 }
 
 /** Discovers `issuer`; maps failures to oidc_issuer_mismatch or oidc_discovery_failed. */
@@ -35,13 +50,14 @@ export async function discover(ctx: Pick<SsoContext, 'cfg'>, issuer: string, cli
     config = await client.discovery(new URL(issuer), clientId, undefined, client.ClientSecretBasic(clientSecret), {
       execute: allowHttpIssuer(ctx) ? [client.allowInsecureRequests] : [],
       timeout: Math.ceil(ctx.cfg.OIDC_HTTP_TIMEOUT / 1000),
+      [client.customFetch]: oidcFetch(ctx.cfg) as never,
     });
   } catch (err) {
     const body = (err as { cause?: { body?: { issuer?: unknown }; attribute?: string } }).cause;
     if (codesOf(err).includes('OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED') && body?.attribute === 'issuer') {
       throw new ApiError('oidc_issuer_mismatch', `The provider at ${issuer} reports its issuer as ${JSON.stringify(body.body?.issuer)}; use that exact value or fix the provider.`);
     }
-    throw new ApiError('oidc_discovery_failed', `OIDC discovery failed for ${issuer}: ${reason(err)}.`);
+    throw new IdpFetchError('oidc_discovery_failed', `OIDC discovery failed for ${issuer}: ${reason(err)}.`, GENERIC_DISCOVERY_FAILURE);
   }
   // Client authentication is by client secret (private_key_jwt is not supported: docs/sso.md);
   // Basic is the OIDC default, Post when the provider only supports that.
@@ -54,7 +70,7 @@ export async function discover(ctx: Pick<SsoContext, 'cfg'>, issuer: string, cli
     if (allowHttpIssuer(ctx)) client.allowInsecureRequests(config);
   }
   config.timeout = Math.ceil(ctx.cfg.OIDC_HTTP_TIMEOUT / 1000);
-  return config;
+  return guard(ctx, config);
 }
 
 /** Discovery for sign-in, cached per provider version for a few minutes. */

@@ -15,6 +15,13 @@ import type { ProviderInput, ProviderRow, SsoContext } from '../types.js';
 /** Writes the audit entry of a change, in the change's transaction. */
 export type AuditWriter = (c: pg.PoolClient, e: AuditEvent) => Promise<void>;
 
+/**
+ * Runs first in the write's transaction, after the slow part (discovery, metadata download): a
+ * setup link locks its row there and checks it is still usable, so a revocation or activation
+ * that happened meanwhile wins. Throwing rolls the write back.
+ */
+export type WriteGuard = (c: pg.PoolClient) => Promise<void>;
+
 const KIND_SPECIFIC: (keyof ProviderInput)[] = ['issuer', 'client_id', 'client_secret', 'scopes', 'metadata_url', 'metadata_xml', 'refresh_metadata'];
 
 export function checkKindFields(kind: ProviderRow['kind'], body: ProviderInput): void {
@@ -44,13 +51,14 @@ export type CreateInput = ProviderInput & { kind: ProviderRow['kind']; name: str
  * Validates (the kind may reach the IdP: discovery, metadata download) and inserts a provider with
  * its domains and audit entry in one transaction. A draft is stored disabled and marked as such.
  */
-export async function createProvider(ctx: SsoContext, ref: string, id: string, b: CreateInput, audit: AuditWriter, opts: { draft?: boolean } = {}): Promise<ProviderRow> {
+export async function createProvider(ctx: SsoContext, ref: string, id: string, b: CreateInput, audit: AuditWriter, opts: { draft?: boolean; guard?: WriteGuard } = {}): Promise<ProviderRow> {
   const kind = kindOf(b.kind);
   checkKindFields(b.kind, b);
   if (b.refresh_metadata !== undefined) throw new ApiError('validation_failed', 'refresh_metadata is a PATCH option.');
   const domains = normalizeDomains(b.domains);
   const columns = await kind.prepare(ctx, id, b);
   await withTransaction(ctx.db, async (c) => {
+    await opts.guard?.(c);
     await insertProvider(c, {
       id,
       project_ref: ref,
@@ -70,11 +78,12 @@ export async function createProvider(ctx: SsoContext, ref: string, id: string, b
 }
 
 /** Validates and applies a change; `enabled: true` on a draft makes it a live provider. */
-export async function changeProvider(ctx: SsoContext, ref: string, existing: ProviderRow, b: ProviderInput, audit: AuditWriter): Promise<ProviderRow> {
+export async function changeProvider(ctx: SsoContext, ref: string, existing: ProviderRow, b: ProviderInput, audit: AuditWriter, opts: { guard?: WriteGuard } = {}): Promise<ProviderRow> {
   checkKindFields(existing.kind, b);
   const domains = b.domains !== undefined ? normalizeDomains(b.domains) : undefined;
   const columns = await kindOf(existing.kind).prepare(ctx, existing.id, b, existing);
   await withTransaction(ctx.db, async (c) => {
+    await opts.guard?.(c);
     await updateProvider(c, existing.id, {
       name: b.name,
       enabled: b.enabled,

@@ -2,11 +2,12 @@
 // on PATCH refresh_metadata and on the test endpoint). Failures become the provider errors
 // saml_metadata_invalid (unreachable, not metadata, unusable) and saml_metadata_no_signing_cert.
 //
-// Like OIDC discovery, the download does not go through the SSRF guard of webhook deliveries: the
-// URL is set by the project owner (not by data in their database) and company IdPs often sit on
-// private networks. It must be https unless SAML_ALLOW_HTTP_METADATA allows http, its size is
-// bounded and it times out.
+// The download goes through the outbound SSRF guard (src/sso/idp-fetch.ts): a setup link's holder
+// can set the URL, so only public addresses are reached unless OUTBOUND_ALLOW_CIDRS admits a
+// private range; redirects are followed by hand (at most three), each hop checked again. It must
+// be https unless SAML_ALLOW_HTTP_METADATA allows http, its size is bounded and it times out.
 import { ApiError } from '../../errors.js';
+import { guardedGet, IdpFetchError, networkReason } from '../idp-fetch.js';
 import { isSamlError, parseIdpMetadata, type IdpMetadata } from './core/index.js';
 import type { SsoContext } from '../types.js';
 
@@ -16,6 +17,14 @@ const MAX_METADATA_BYTES = 1024 * 1024;
 
 const allowHttp = (ctx: Cfg) => ctx.cfg.SAML_ALLOW_HTTP_METADATA ?? ctx.cfg.APP_ENV !== 'production';
 
+/** What is wrong with a metadata URL (or a redirect's target) before anything is fetched; null when fine. */
+function urlProblem(ctx: Cfg, u: URL): string | null {
+  const ok = u.protocol === 'https:' || (u.protocol === 'http:' && allowHttp(ctx));
+  if (!ok) return 'metadata_url must be an https:// URL.';
+  if (u.username || u.password) return 'metadata_url must not carry credentials.';
+  return null;
+}
+
 /** Checks a metadata_url before anything is fetched from it. */
 export function checkMetadataUrl(ctx: Cfg, value: string): string {
   let u: URL;
@@ -24,11 +33,13 @@ export function checkMetadataUrl(ctx: Cfg, value: string): string {
   } catch {
     throw new ApiError('validation_failed', 'metadata_url must be an absolute URL.');
   }
-  const ok = u.protocol === 'https:' || (u.protocol === 'http:' && allowHttp(ctx));
-  if (!ok) throw new ApiError('validation_failed', 'metadata_url must be an https:// URL.');
-  if (u.username || u.password) throw new ApiError('validation_failed', 'metadata_url must not carry credentials.');
+  const problem = urlProblem(ctx, u);
+  if (problem) throw new ApiError('validation_failed', problem);
   return value;
 }
+
+/** What a setup link's holder is told about any failure of a downloaded metadata_url. */
+export const GENERIC_METADATA_FAILURE = 'The metadata URL could not be fetched: check it is public and answers with SAML metadata.';
 
 /** Parses metadata XML, mapping the core's errors to the provider error codes. */
 export function parseMetadata(xml: string): IdpMetadata {
@@ -57,27 +68,32 @@ async function readBounded(res: Response, url: string): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-const tooLarge = (url: string) => new ApiError('saml_metadata_invalid', `The metadata at ${url} is larger than ${MAX_METADATA_BYTES / 1024} KiB.`);
+const tooLarge = (url: string) => new IdpFetchError('saml_metadata_invalid', `The metadata at ${url} is larger than ${MAX_METADATA_BYTES / 1024} KiB.`, GENERIC_METADATA_FAILURE);
 
 /** Downloads metadata_url and parses it; returns the XML too, for callers that compare. */
 export async function downloadMetadata(ctx: Cfg, url: string): Promise<{ xml: string; idp: IdpMetadata }> {
   checkMetadataUrl(ctx, url);
   let xml: string;
   try {
-    const res = await fetch(url, {
+    const res = await guardedGet(ctx.cfg, url, {
       headers: { accept: 'application/samlmetadata+xml, application/xml, text/xml' },
-      signal: AbortSignal.timeout(ctx.cfg.SAML_METADATA_TIMEOUT),
+      timeoutMs: ctx.cfg.SAML_METADATA_TIMEOUT,
+      checkHop: (u) => urlProblem(ctx, u),
     });
     if (!res.ok) {
       await res.body?.cancel();
-      throw new ApiError('saml_metadata_invalid', `Downloading the metadata from ${url} failed: HTTP ${res.status}.`);
+      throw new IdpFetchError('saml_metadata_invalid', `Downloading the metadata from ${url} failed: HTTP ${res.status}.`, GENERIC_METADATA_FAILURE);
     }
     xml = await readBounded(res, url);
   } catch (e) {
     if (e instanceof ApiError) throw e;
-    const err = e as { name?: string; message?: string; cause?: { code?: string; message?: string } };
-    const why = err.name === 'TimeoutError' ? 'timed out' : (err.cause?.code ?? err.cause?.message ?? err.message ?? 'unknown error');
-    throw new ApiError('saml_metadata_invalid', `Downloading the metadata from ${url} failed: ${why}.`);
+    throw new IdpFetchError('saml_metadata_invalid', `Downloading the metadata from ${url} failed: ${networkReason(e)}.`, GENERIC_METADATA_FAILURE);
   }
-  return { xml, idp: parseMetadata(xml) };
+  try {
+    return { xml, idp: parseMetadata(xml) };
+  } catch (e) {
+    // what the answer was not says something about what answered, so the link holder is not told
+    if (e instanceof ApiError) throw new IdpFetchError(e.code, e.message, GENERIC_METADATA_FAILURE);
+    throw e;
+  }
 }

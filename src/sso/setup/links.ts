@@ -73,6 +73,15 @@ export async function liveLinkForProvider(db: Db, ref: string, providerId: strin
   return r.rows[0] ?? null;
 }
 
+/**
+ * Locks the link's row until the transaction ends and reads it afresh: a revocation or activation
+ * in flight is waited for, and one that comes later waits for this transaction.
+ */
+export async function lockLink(c: pg.PoolClient, id: string): Promise<LinkRow | null> {
+  const r = await c.query(`${SELECT} where l.id = $1 for update of l`, [id]);
+  return r.rows[0] ?? null;
+}
+
 export async function listLinks(db: Db, ref: string): Promise<LinkRow[]> {
   const r = await db.query(`${SELECT} where l.project_ref = $1 order by l.created_at desc, l.id`, [ref]);
   return r.rows;

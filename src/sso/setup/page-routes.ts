@@ -20,13 +20,15 @@ import { loadAuthProject } from '../auth-project.js';
 import { DEFAULT_SCOPES, oidcCallbackUrl } from '../oidc/settings.js';
 import { providerFields, presentProvider } from '../providers/routes.js';
 import { kindOf } from '../providers/kinds.js';
-import { changeProvider, createProvider, type AuditWriter } from '../providers/save.js';
+import { providerUpdated } from '../providers/audit.js';
+import { changeProvider, createProvider, mustGet, type AuditWriter, type WriteGuard } from '../providers/save.js';
 import { deleteProvider, getProvider } from '../providers/store.js';
 import { EMAIL_NAMEID_FORMAT } from '../saml/core/index.js';
 import { acsUrl, spMetadataUrl } from '../saml/settings.js';
 import { insertFlow, newFlowId } from '../sign-in/flows.js';
 import type { AuthProject, ProviderInput, ProviderRow, SsoContext } from '../types.js';
-import { linkBySecret, markActivated, setupPageUrl, type LinkRow } from './links.js';
+import { withoutNetworkDetail } from '../idp-fetch.js';
+import { linkBySecret, lockLink, markActivated, setupPageUrl, type LinkRow } from './links.js';
 import { getTest, latestTest, testCovers, testIsCurrent } from './test-flow.js';
 
 const GONE: Record<string, string> = {
@@ -47,6 +49,26 @@ async function requireLink(ctx: SsoContext, req: FastifyRequest): Promise<{ link
   if (!project.features.includes('sso')) throw new ApiError('feature_not_in_plan', "The project's plan no longer includes SSO; ask the owner of the service.");
   return { link, project };
 }
+
+const gone = (state: LinkRow['state']) => new ApiError('sso_setup_link_gone', GONE[state], { state });
+
+/**
+ * The guard of every write through a link, first in the write's transaction (after the slow
+ * discovery or metadata download): the link's row and its provider's are locked, so a revocation,
+ * an activation or an owner's change in flight is waited for (or waits for this write); then the
+ * link must still be active and its provider still what the request saw: none yet, or a draft of
+ * kind `expected`.
+ */
+const stillUsable =
+  (link: LinkRow, expected: ProviderRow['kind'] | null): WriteGuard =>
+  async (c) => {
+    const now = await lockLink(c, link.id);
+    if (!now) throw new ApiError('sso_setup_link_not_found');
+    if (now.state !== 'active') throw gone(now.state);
+    const p = (await c.query('select kind, draft from sso_providers where id = $1 for update', [link.provider_id])).rows[0] as { kind: ProviderRow['kind']; draft: boolean } | undefined;
+    if (p && !p.draft) throw gone('used');
+    if ((p?.kind ?? null) !== expected) throw new ApiError('sso_setup_conflict');
+  };
 
 const linkAudit = (req: FastifyRequest, link: LinkRow): AuditWriter => (c, e) => recordSetupLinkAudit(c, link.id, req.id, link.project_ref, e);
 
@@ -105,6 +127,8 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
   const security = [{ setupLink: [] }];
   const common = { tags: ['sso-setup'], security };
   const errors = { 400: errorSchema, 404: errorSchema, 410: errorSchema, 429: errorSchema };
+  // JSON only: Fastify's default text/plain parser would take a body a cross-site form can send (415)
+  app.removeContentTypeParser('text/plain');
   // no cache anywhere: these answers are for the link holder only
   app.addHook('onSend', async (req, reply) => {
     if (req.url.startsWith('/v1/sso-setup')) reply.header('cache-control', 'no-store');
@@ -136,18 +160,24 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
       if (existing && existing.kind !== b.kind) {
         // switching protocol: the draft of the other kind is thrown away (it was never live)
         await withTransaction(ctx.db, async (c) => {
+          await stillUsable(link, existing!.kind)(c);
           if (await deleteProvider(c, link.project_ref, existing!.id)) await audit(c, { action: 'sso_provider.delete', resourceType: 'sso_provider', resourceId: existing!.id, details: { kind: existing!.kind, draft: true } });
         });
         existing = null;
       }
       const { kind, ...fields } = b;
       let saved: ProviderRow;
-      if (existing) {
-        // the secret is write-only: leaving it out keeps the stored one
-        saved = await changeProvider(ctx, link.project_ref, existing, fields, audit);
-      } else {
-        const name = b.name ?? `SSO for ${link.domains[0]}`;
-        saved = await createProvider(ctx, link.project_ref, link.provider_id, { ...fields, kind, name, domains: link.domains }, audit, { draft: true });
+      try {
+        if (existing) {
+          // the secret is write-only: leaving it out keeps the stored one
+          saved = await changeProvider(ctx, link.project_ref, existing, fields, audit, { guard: stillUsable(link, existing.kind) });
+        } else {
+          const name = b.name ?? `SSO for ${link.domains[0]}`;
+          saved = await createProvider(ctx, link.project_ref, link.provider_id, { ...fields, kind, name, domains: link.domains }, audit, { draft: true, guard: stillUsable(link, null) });
+        }
+      } catch (e) {
+        // the IdP's address is the link holder's choice: what happened there is not told (docs/sso.md)
+        throw withoutNetworkDetail(e);
       }
       req.log.info({ project: link.project_ref, setup_link: link.id, provider: saved.id }, 'sso setup link saved its provider');
       return presentDraft(ctx, saved);
@@ -170,6 +200,12 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
       setup_link_id: link.id,
       ...started.flow,
     });
+    await recordSetupLinkAudit(ctx.db, link.id, req.id, link.project_ref, {
+      action: 'sso_setup_link.test_start',
+      resourceType: 'sso_setup_link',
+      resourceId: link.id,
+      details: { provider_id: provider.id, kind: provider.kind, flow_id: flowId },
+    });
     return { url: started.url };
   });
 
@@ -190,15 +226,26 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
     const provider = await draftOf(ctx, link);
     const last = await latestTest(ctx, link.id);
     if (!provider || !testCovers(last, provider)) throw new ApiError('sso_setup_test_required');
+    const test = last!;
     const audit = linkAudit(req, link);
-    const activated = await changeProvider(ctx, link.project_ref, provider, { enabled: true }, async (c, e: AuditEvent) => {
-      // in the activation's transaction: two activations at once, or a revocation meanwhile, leave one winner
-      if (!(await markActivated(c, link.id))) throw new ApiError('sso_setup_link_gone', GONE.used, { state: 'used' });
-      await audit(c, e);
-      await audit(c, { action: 'sso_setup_link.activate', resourceType: 'sso_setup_link', resourceId: link.id, details: { provider_id: provider.id, kind: provider.kind, domains: provider.domains, test_id: last!.id } });
+    await withTransaction(ctx.db, async (c) => {
+      // a revocation or activation meanwhile wins; this one then finds the link gone
+      await stillUsable(link, provider.kind)(c);
+      // Only the settings the passing test ran against go live: a save since then, even one whose
+      // write landed after the check above, changed updated_at, so nothing is updated. (The test
+      // keeps the version at JavaScript's millisecond precision.)
+      const on = await c.query(
+        "update sso_providers set enabled = true, draft = false, updated_at = now() where id = $1 and project_ref = $2 and draft and date_trunc('milliseconds', updated_at) = $3",
+        [provider.id, link.project_ref, test.config_version],
+      );
+      if (!on.rowCount) throw new ApiError('sso_setup_test_required');
+      if (!(await markActivated(c, link.id))) throw gone('used');
+      await audit(c, providerUpdated(provider, { enabled: true }, {}, undefined));
+      await audit(c, { action: 'sso_setup_link.activate', resourceType: 'sso_setup_link', resourceId: link.id, details: { provider_id: provider.id, kind: provider.kind, domains: provider.domains, test_id: test.id } });
     });
+    const activated = await mustGet(ctx, link.project_ref, provider.id);
     req.log.info({ project: link.project_ref, setup_link: link.id, provider: provider.id }, 'sso provider activated through a setup link');
-    const tested = last!.result as { email?: string };
+    const tested = test.result as { email?: string };
     const notice = await notifyOwner(ctx, link.project_ref, {
       subject: `SSO provider activated for ${link.domains.join(', ')}`,
       text: [
