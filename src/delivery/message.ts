@@ -13,8 +13,8 @@
 //                       consumer pauses its partition until the head record is due
 //   run-started-at      epoch ms a manual retry / replay started run > 1; its age budget counts
 //                       from here (kept while the run moves up the ladder, dropped by a new run)
-//   held-ms             milliseconds this run has spent held for its endpoint (circuit open, rate
-//                       limit; delivery/endpoints/); added to the run's age budget, dropped by a new run
+//   held-ms             milliseconds this run has spent held while its endpoint's circuit was open
+//                       (delivery/endpoints/); added to the run's age budget, dropped by a new run
 //   released            set by the releaser on a record it puts back: 'probe' (the one attempt of a
 //                       half-open circuit), 'paced' (released after the circuit closed or within the
 //                       rate limit) or 'expire' (the endpoint was given up on: end dead, no request)

@@ -91,6 +91,9 @@ describe('endpoint protection: a webhook that keeps failing is disabled, its own
     }, 30_000, 'the changes made while disabled to end dead');
     expect(whileDisabled.every((d) => d.attempts === 1)).toBe(true);
     expect(receiver.to('/orders').length).toBe(hits);
+    // the early messages held when it was disabled ended the same way, and are in the offer
+    const endedByDisable = ((await call('GET', `/outbox/deliveries?webhook_id=${hook.id}&status=dead&limit=100`)).deliveries as any[]).filter((d) => d.last_error === 'webhook disabled');
+    expect(endedByDisable.length).toBeGreaterThan(3);
     const offered = (await call('GET', `/webhooks/${hook.id}`)).replay_offer;
     expect(offered.deliveries).toBeGreaterThanOrEqual(3);
 
@@ -106,7 +109,7 @@ describe('endpoint protection: a webhook that keeps failing is disabled, its own
     expect(replay.not_found).toBe(0);
     await eventually(async () => {
       const ds = (await call('GET', `/outbox/deliveries?webhook_id=${hook.id}&limit=100`)).deliveries as any[];
-      return whileDisabled.every((x) => ds.find((d) => d.id === x.id)?.status === 'delivered');
+      return endedByDisable.every((x) => ds.find((d) => d.id === x.id)?.status === 'delivered');
     }, 60_000, 'the replayed deliveries to be delivered');
     const bodies = receiver.to('/orders').slice(hits).map((h) => JSON.parse(h.body).record.name);
     for (const n of [1, 2, 3]) expect(bodies).toContain(`while disabled ${n}`);

@@ -84,7 +84,12 @@ export class AttemptPipeline {
           clearTimeout(pending);
           await gate!.hold(msg, endpoint!, admission.reason);
           // a message held before its first attempt is listed as pending, like one waiting to be sent
-          if (msg.attempt === 1) await recorder.record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: startedAt } })]);
+          // (best effort: the message is held, so failing here must not make it an attempt too)
+          if (msg.attempt === 1) {
+            await recorder
+              .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: startedAt } })])
+              .catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state of a held message failed'));
+          }
           return 'held';
         }
         sent = admission.kind === 'send';

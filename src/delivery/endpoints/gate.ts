@@ -7,8 +7,8 @@
 //   - a record it put back as 'expire' ends dead without a request (the endpoint was given up on);
 //   - a webhook that is deleted or disabled is never held: its channel ends the message dead at once;
 //   - a circuit that is open or half-open holds every other message of its endpoint;
-//   - an endpoint with messages already held holds the new ones too (first in, first out), unless
-//     the record is one the releaser put back;
+//   - a rate-limited webhook with messages already held holds the new ones too (first in, first
+//     out), unless the record is one the releaser put back;
 //   - a rate-limited webhook takes a slot (rate.ts): wait for a near one, hold when none is near.
 import type { AppContext } from '../../context.js';
 import { endpointHolds } from '../../lib/metrics.js';
@@ -40,8 +40,11 @@ export class EndpointGate {
     if (msg.released === 'expire') return { kind: 'end', outcome: { outcome: 'dead', error: GIVEN_UP, durationMs: 0 } };
     if (msg.kind === 'webhook' && !webhook?.enabled) return SEND;
     const view = this.health.view(e);
-    if (msg.released !== 'probe' && view && view.state !== 'closed') return { kind: 'hold', reason: 'circuit' };
-    if (!msg.released && view && view.held > 0) return { kind: 'hold', reason: webhook?.rateLimit ? 'rate_limit' : 'circuit' };
+    if (msg.released === 'probe') return SEND; // the half-open circuit's one request, rate limit or not
+    if (this.health.enabled && view && view.state !== 'closed') return { kind: 'hold', reason: 'circuit' };
+    // behind a rate-limited webhook's backlog, new messages queue (first in, first out); after a
+    // circuit closes they are sent at once while the backlog drains at CIRCUIT_RELEASE_RATE
+    if (webhook?.rateLimit && !msg.released && view && view.held > 0) return { kind: 'hold', reason: 'rate_limit' };
     if (webhook?.rateLimit) {
       const wait = await takeSlot(this.ctx, e, webhook.rateLimit);
       if (wait === null) return { kind: 'hold', reason: 'rate_limit' };

@@ -94,17 +94,19 @@ export class EndpointHealth {
   /** One connection LISTENs for state changes; a lost one is replaced after a second (the poll covers the gap). */
   async #listen(): Promise<void> {
     if (this.#stopped) return;
+    let client: import('pg').PoolClient | undefined;
     try {
-      const client = await this.ctx.db.connect();
+      client = await this.ctx.db.connect();
+      const c = client;
       const lost = () => {
-        if (this.#listener !== client) return;
+        if (this.#listener !== c) return;
         this.#listener = undefined;
-        client.release(true);
+        c.release(true);
         setTimeout(() => void this.#listen(), 1000).unref();
       };
-      client.on('error', lost);
-      client.on('end', lost);
-      client.on('notification', (n) => {
+      c.on('error', lost);
+      c.on('end', lost);
+      c.on('notification', (n) => {
         try {
           const { p, e, s } = JSON.parse(n.payload ?? '{}');
           this.#announced.set(endpointId({ project: p, key: e }), Date.now());
@@ -114,10 +116,11 @@ export class EndpointHealth {
           // not ours: ignore
         }
       });
-      await client.query(`listen ${CHANNEL}`);
-      this.#listener = client;
+      await c.query(`listen ${CHANNEL}`);
+      this.#listener = c;
       if (this.#stopped) await this.stop();
     } catch (err) {
+      if (client && this.#listener !== client) client.release(true);
       this.#log.debug({ err }, 'listening for endpoint state changes failed; trying again');
       setTimeout(() => void this.#listen(), 1000).unref();
     }
@@ -150,25 +153,44 @@ export class EndpointHealth {
   }
 
   /** Reads every endpoint with a row or held messages. */
+  /**
+   * Reads every endpoint with a row or held messages. `held` is 1 when an endpoint has any (the
+   * distinct endpoints are found by walking the index, so the cost follows the number of
+   * endpoints, not of held messages); the gauge of held messages is the table's estimate.
+   */
   async refresh(): Promise<void> {
+    const started = Date.now();
     const r = await this.ctx.db.query(
-      `select project_ref, endpoint, coalesce(h.state, 'closed') as state, coalesce(h.window_failures, 0) as window_failures, coalesce(m.n, 0)::int as held
+      `with recursive pairs as (
+         (select project_ref, endpoint from held_messages order by project_ref, endpoint limit 1)
+         union all
+         select n.project_ref, n.endpoint from pairs p cross join lateral (
+           select m.project_ref, m.endpoint from held_messages m
+            where (m.project_ref, m.endpoint) > (p.project_ref, p.endpoint)
+            order by m.project_ref, m.endpoint limit 1) n)
+       select project_ref, endpoint, coalesce(h.state, 'closed') as state, coalesce(h.window_failures, 0) as window_failures,
+              (p.endpoint is not null)::int as held,
+              (select n_live_tup from pg_stat_user_tables where relname = 'held_messages' limit 1) as held_estimate
          from endpoint_health h
-         full join (select project_ref, endpoint, count(*) as n from held_messages group by 1, 2) m using (project_ref, endpoint)`,
+         full join pairs p using (project_ref, endpoint)`,
     );
     const next = new Map<string, EndpointView>();
     const states = { open: 0, half_open: 0 };
-    let held = 0;
     for (const row of r.rows) {
+      const id = endpointId({ project: row.project_ref, key: row.endpoint });
       const v: EndpointView = { project: row.project_ref, endpoint: row.endpoint, state: row.state, held: row.held, windowFailures: row.window_failures };
-      next.set(endpointId({ project: v.project, key: v.endpoint }), v);
+      // a state announced while this query ran is newer than what it read
+      const at = this.#announced.get(id);
+      const known = this.#views.get(id);
+      if (at !== undefined && at >= started - 100 && known) v.state = known.state;
+      next.set(id, v);
       if (v.state !== 'closed') states[v.state]++;
-      held += v.held;
     }
     this.#views = next;
+    for (const [id, at] of this.#announced) if (at < started - 10_000) this.#announced.delete(id);
     endpointCircuits.set({ state: 'open' }, states.open);
     endpointCircuits.set({ state: 'half_open' }, states.half_open);
-    endpointHeldMessages.set(held);
+    endpointHeldMessages.set(Number(r.rows[0]?.held_estimate ?? 0));
   }
 
   /** A message of this endpoint was held here: later ones wait behind it (first in, first out). */
@@ -263,10 +285,13 @@ export class EndpointHealth {
     const { cfg } = this.ctx;
     const answered = outcome.outcome === 'delivered' || outcome.httpStatus != null;
     if (!isEndpointFault(outcome) && !answered) {
+      // counted as a failed probe (it is not a success, and must not keep the endpoint from ever
+      // being given up on), with the error recorded for the owner
       await this.ctx.db.query(
-        `update endpoint_health set state = 'open', probe_claimed_at = null, probe_at = now() + $3 * interval '1 millisecond', updated_at = now()
+        `update endpoint_health set state = 'open', probe_claimed_at = null, failed_probes = failed_probes + 1, last_error = $4,
+                probe_at = now() + least($3::float8 * power(2, failed_probes + 1), $5::float8) * interval '1 millisecond', updated_at = now()
           where project_ref = $1 and endpoint = $2 and state = 'half_open'`,
-        [e.project, e.key, cfg.CIRCUIT_COOLDOWN],
+        [e.project, e.key, cfg.CIRCUIT_COOLDOWN, outcome.error ?? null, cfg.CIRCUIT_COOLDOWN_MAX],
       );
       await announce(this.ctx.db, e, 'open');
       this.#setState(e, 'open');

@@ -1,22 +1,25 @@
 // The releaser: puts held messages back on the outbox topic when their endpoint may be tried again,
-// and gives up on endpoints that have failed for ENDPOINT_DISABLE_AFTER. One dispatcher process at
-// a time does it (an advisory lock held for the tick); it runs every TICK_MS while any
-// message is held or any circuit is not closed, and does nothing otherwise.
+// and gives up on endpoints that have failed for ENDPOINT_DISABLE_AFTER. One dispatcher process
+// does it: the leader, which holds a session advisory lock on a connection of its own for as long
+// as it lives (so the release pace is one process's, not one per process); another takes over
+// when it dies. It runs every TICK_MS while any message is held or any circuit is not closed.
 //
-// Per tick, each step in a transaction of its own:
+// Per tick, each endpoint on its own (an error with one is logged and does not stop the others):
 //   1. give up: a circuit open since ENDPOINT_DISABLE_AFTER whose latest probe failed. A webhook
 //      is disabled (enabled = false, disabled_reason 'failing'; its trigger stays, so changes keep
 //      arriving and end dead 'webhook disabled', ready to be replayed when it is enabled again) and
 //      its owner is emailed; a host's held messages are released as 'expire' (dead, no request).
 //      The circuit's row is removed: a fresh start when the endpoint is used again.
-//   2. probe: an open circuit whose probe_at has passed, with messages held, turns half-open and
-//      its oldest held message goes back as the probe. A probe that never reports (its dispatcher
-//      died) is sent again after PROBE_TIMEOUT_MS.
+//   2. probe: an open circuit whose probe_at has passed, with messages held, turns half-open (that
+//      is committed first, so the probe's outcome sees it) and its oldest held message goes back as
+//      the probe. A probe that never reports (its dispatcher died) is sent again after PROBE_TIMEOUT_MS.
 //   3. release: endpoints whose circuit is closed get their held messages back in order, at
-//      CIRCUIT_RELEASE_RATE per second, or at the webhook's rate_limit when it is lower.
-// A message goes back with released = probe | paced | expire, due now, and held-ms increased by
-// the time it was held. The rows are deleted in the same transaction after the produce is
-// acknowledged: a crash in between puts a message back twice (at least once), never loses one.
+//      CIRCUIT_RELEASE_RATE per second, or at the webhook's rate_limit when it has one.
+// A message goes back with released = probe | paced | expire, due now, and (for a circuit hold)
+// held-ms increased by the time it was held. Each batch is one transaction: its rows are deleted,
+// then produced, then the deletion commits. A record held again while its row's deletion is
+// uncommitted waits for it (the unique key), so it is never mistaken for the old row; a crash after
+// the produce and before the commit puts a message back twice (at least once), never loses one.
 import type pg from 'pg';
 import type { AppContext } from '../../context.js';
 import { notifyOwner } from '../../email/index.js';
@@ -30,12 +33,13 @@ const TICK_MS = 250;
 const LOCK_KEY = 0x686f6c64; // "hold"
 const PROBE_TIMEOUT_MS = 120_000;
 const BATCH = 500;
+/** How often the leader deletes rows of endpoints that are healthy again. */
+const CLEANUP_MS = 30_000;
 
 interface HeldRow {
   id: string;
-  project_ref: string;
-  endpoint: string;
   message_id: string;
+  reason: string;
   headers: Record<string, string>;
   value: Buffer;
   held_ms: string;
@@ -50,6 +54,8 @@ interface Disabled {
   lastError: string | null;
 }
 
+type Ep = { project: string; key: string };
+
 export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
   const log = ctx.log.child({ component: 'releaser' });
   // fractional release budget per endpoint, so 5/s over 250 ms ticks is 5/s and not 4 or 8
@@ -58,104 +64,152 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
   let stopped = false;
   let running: Promise<void> = Promise.resolve();
   let last = Date.now();
+  let lastCleanup = 0;
+  let leader: pg.PoolClient | undefined;
+
+  /** Holds (or takes) the leader lock; false when another process has it. */
+  async function lead(): Promise<boolean> {
+    if (leader) return true;
+    const c = await ctx.db.connect();
+    let ok = false;
+    try {
+      ok = (await c.query('select pg_try_advisory_lock($1) as ok', [LOCK_KEY])).rows[0].ok;
+    } finally {
+      if (!ok) c.release();
+    }
+    if (!ok) return false;
+    const lost = () => {
+      if (leader !== c) return;
+      leader = undefined;
+      c.release(true);
+      log.info('releaser leadership lost (its connection closed); another process or the next tick takes over');
+    };
+    c.on('error', lost);
+    c.on('end', lost);
+    leader = c;
+    log.info('this process releases held messages (leader)');
+    return true;
+  }
+
+  /** Runs fn for each item, logging (not throwing) a failure, so one endpoint cannot stall the rest. */
+  async function each<T>(items: T[], what: string, fn: (x: T) => Promise<void>): Promise<void> {
+    for (const x of items) {
+      await fn(x).catch((err) => log.warn({ err, item: x, step: what }, 'releaser step failed for one endpoint; trying again next tick'));
+    }
+  }
 
   async function tick(): Promise<void> {
     const now = Date.now();
     const dt = Math.min(1000, now - last) / 1000;
     last = now;
     if (!health.views().some((v) => v.held > 0 || v.state !== 'closed')) return;
+    if (!(await lead())) return;
     const disabled: Disabled[] = [];
-    const client = await ctx.db.connect();
-    try {
-      if (!(await client.query('select pg_try_advisory_lock($1) as ok', [LOCK_KEY])).rows[0].ok) return;
-      try {
-        // one transaction per step: a probe's claim must be committed before the probe is on the
-        // topic, or its outcome (milliseconds later) could not see the half-open state it ends
-        disabled.push(...(await inTransaction(client, () => giveUp(client))));
-        const claimed = await inTransaction(client, () => claimProbes(client));
-        for (const e of claimed) await inTransaction(client, () => sendProbe(client, e));
-        await inTransaction(client, () => release(client, dt));
-      } finally {
-        await client.query('select pg_advisory_unlock($1)', [LOCK_KEY]);
-      }
-    } finally {
-      client.release();
+    await each(await giveUpCandidates(), 'give up', async (e) => {
+      const d = await giveUp(e);
+      if (d) disabled.push(d);
+    });
+    await each(await claimProbes(), 'probe', sendProbe);
+    const ready = await releasable();
+    await each(ready, 'release', (r) => release(r, dt));
+    const seen = new Set(ready.map((r) => `${r.project}\u0000${r.key}`));
+    for (const id of budget.keys()) if (!seen.has(id)) budget.delete(id);
+    if (now - lastCleanup > CLEANUP_MS) {
+      lastCleanup = now;
+      await cleanup().catch((err) => log.warn({ err }, 'deleting rows of healthy endpoints failed'));
     }
     for (const d of disabled) await notice(d);
     if (disabled.length > 0) await health.refresh().catch(() => {});
   }
 
-  async function giveUp(c: pg.PoolClient): Promise<Disabled[]> {
+  async function giveUpCandidates(): Promise<Ep[]> {
     if (ctx.cfg.ENDPOINT_DISABLE_AFTER <= 0) return [];
-    const r = await c.query(
-      `delete from endpoint_health
-        where state <> 'closed' and failing_since <= now() - $1 * interval '1 millisecond'
-          and failed_probes > 0 and probe_claimed_at is null
-       returning project_ref, endpoint, webhook_id, failing_since, last_error`,
+    const r = await ctx.db.query(
+      `select project_ref, endpoint from endpoint_health
+        where state = 'open' and failing_since <= now() - $1 * interval '1 millisecond' and failed_probes > 0`,
       [ctx.cfg.ENDPOINT_DISABLE_AFTER],
     );
-    const out: Disabled[] = [];
-    for (const row of r.rows) {
-      const e = { project: row.project_ref, key: row.endpoint };
+    return r.rows.map((row) => ({ project: row.project_ref, key: row.endpoint }));
+  }
+
+  async function giveUp(e: Ep): Promise<Disabled | null> {
+    let out: Disabled | null = null;
+    const row = await inTransaction(ctx.db, async (c) => {
+      const r = await c.query(
+        `delete from endpoint_health where project_ref = $1 and endpoint = $2 and state = 'open'
+         returning webhook_id, failing_since, last_error`,
+        [e.project, e.key],
+      );
+      if (!r.rows[0]) return null;
+      const h = r.rows[0];
       await announce(c, e, 'gone');
       await c.query('delete from endpoint_rate where project_ref = $1 and endpoint = $2', [e.project, e.key]);
-      if (row.webhook_id) {
+      if (h.webhook_id) {
         const w = await c.query(
           `update webhooks set enabled = false, disabled_reason = 'failing', disabled_at = now(), disabled_failing_since = $2, updated_at = now()
             where id = $1 and enabled returning name, url`,
-          [row.webhook_id, row.failing_since],
+          [h.webhook_id, h.failing_since],
         );
-        // its held messages go back as usual and end dead 'webhook disabled' in the channel
-        await putBack(c, e.project, e.key, 'paced', Infinity);
         if (w.rowCount) {
-          out.push({ project: e.project, webhookId: row.webhook_id, name: w.rows[0].name, url: w.rows[0].url, failingSince: row.failing_since, lastError: row.last_error });
+          out = { project: e.project, webhookId: h.webhook_id, name: w.rows[0].name, url: w.rows[0].url, failingSince: h.failing_since, lastError: h.last_error };
           await recordOperatorAudit(c, SERVICE_ACTOR, e.project, {
             action: 'webhook.auto_disable',
             resourceType: 'webhook',
-            resourceId: row.webhook_id,
-            details: { reason: 'failing', failing_since: row.failing_since, last_error: row.last_error, disable_after_ms: ctx.cfg.ENDPOINT_DISABLE_AFTER },
+            resourceId: h.webhook_id,
+            details: { reason: 'failing', failing_since: h.failing_since, last_error: h.last_error, disable_after_ms: ctx.cfg.ENDPOINT_DISABLE_AFTER },
           });
-          log.warn({ project: e.project, webhook: row.webhook_id, failingSince: row.failing_since }, 'webhook disabled: it has failed every probe for ENDPOINT_DISABLE_AFTER');
         }
-      } else {
-        const n = await putBack(c, e.project, e.key, 'expire', Infinity);
-        await recordOperatorAudit(c, SERVICE_ACTOR, e.project, {
-          action: 'endpoint.give_up',
-          resourceType: 'endpoint',
-          resourceId: e.key,
-          details: { endpoint: e.key, failing_since: row.failing_since, last_error: row.last_error, held_messages_ended: n },
-        });
-        log.warn({ project: e.project, endpoint: e.key, ended: n }, 'endpoint given up on: its held messages end dead');
       }
+      return h;
+    });
+    if (!row) return null;
+    if (row.webhook_id) {
+      // its held messages go back and end dead 'webhook disabled' in the channel
+      await putBack(e, 'paced', Infinity);
+      log.warn({ project: e.project, webhook: row.webhook_id, failingSince: row.failing_since }, 'webhook disabled: it has failed every probe for ENDPOINT_DISABLE_AFTER');
+    } else {
+      const n = await putBack(e, 'expire', Infinity);
+      await recordOperatorAudit(ctx.db, SERVICE_ACTOR, e.project, {
+        action: 'endpoint.give_up',
+        resourceType: 'endpoint',
+        resourceId: e.key,
+        details: { endpoint: e.key, failing_since: row.failing_since, last_error: row.last_error, held_messages_ended: n },
+      });
+      log.warn({ project: e.project, endpoint: e.key, ended: n }, 'endpoint given up on: its held messages end dead');
     }
     return out;
   }
 
-  /** Open circuits whose probe is due and that have a message to probe with turn half-open. */
-  async function claimProbes(c: pg.PoolClient): Promise<{ project: string; key: string; probes: number }[]> {
-    // a probe whose outcome never came (its dispatcher died) is allowed again
-    await c.query(`update endpoint_health set state = 'open', probe_at = now() where state = 'half_open' and probe_claimed_at < now() - $1 * interval '1 millisecond'`, [PROBE_TIMEOUT_MS]);
-    const r = await c.query(
-      `update endpoint_health h set state = 'half_open', probe_claimed_at = now(), probes = probes + 1, updated_at = now()
-        where state = 'open' and probe_at <= now()
-          and exists (select 1 from held_messages m where m.project_ref = h.project_ref and m.endpoint = h.endpoint)
-       returning project_ref, endpoint, probes`,
-    );
-    for (const row of r.rows) await announce(c, { project: row.project_ref, key: row.endpoint }, 'half_open');
-    return r.rows.map((row) => ({ project: row.project_ref, key: row.endpoint, probes: row.probes }));
+  /** Open circuits whose probe is due and that have a message to probe with turn half-open (committed). */
+  async function claimProbes(): Promise<(Ep & { probes: number })[]> {
+    return inTransaction(ctx.db, async (c) => {
+      // a probe whose outcome never came (its dispatcher died) is allowed again
+      await c.query(
+        `update endpoint_health set state = 'open', probe_at = now(), probe_claimed_at = null
+          where state = 'half_open' and probe_claimed_at < now() - $1 * interval '1 millisecond'`,
+        [PROBE_TIMEOUT_MS],
+      );
+      const r = await c.query(
+        `update endpoint_health h set state = 'half_open', probe_claimed_at = now(), probes = probes + 1, updated_at = now()
+          where state = 'open' and probe_at <= now()
+            and exists (select 1 from held_messages m where m.project_ref = h.project_ref and m.endpoint = h.endpoint)
+         returning project_ref, endpoint, probes`,
+      );
+      for (const row of r.rows) await announce(c, { project: row.project_ref, key: row.endpoint }, 'half_open');
+      return r.rows.map((row) => ({ project: row.project_ref, key: row.endpoint, probes: row.probes }));
+    });
   }
 
   /** The oldest held message of a half-open endpoint goes back as its probe. */
-  async function sendProbe(c: pg.PoolClient, e: { project: string; key: string; probes: number }): Promise<void> {
-    const n = await putBack(c, e.project, e.key, 'probe', 1);
-    if (n === 0) {
-      // released meanwhile (the webhook changed): wait for the next held message
-      await c.query(`update endpoint_health set state = 'open', probe_claimed_at = null where project_ref = $1 and endpoint = $2 and state = 'half_open'`, [e.project, e.key]);
-      return;
-    }
+  async function sendProbe(e: Ep & { probes: number }): Promise<void> {
+    const n = await putBack(e, 'probe', 1).catch(async (err) => {
+      await reopen(e);
+      throw err;
+    });
+    if (n === 0) return reopen(e); // released meanwhile (the webhook changed): wait for the next one
     endpointCircuitTransitions.inc({ to: 'half_open' });
     log.info({ project: e.project, endpoint: e.key }, 'circuit half-open: one held message goes as a probe');
-    await recordOperatorAudit(c, SERVICE_ACTOR, e.project, {
+    await recordOperatorAudit(ctx.db, SERVICE_ACTOR, e.project, {
       action: 'endpoint.circuit_probe',
       resourceType: e.key.startsWith('webhook:') ? 'webhook' : 'endpoint',
       resourceId: e.key.startsWith('webhook:') ? e.key.slice('webhook:'.length) : e.key,
@@ -163,52 +217,84 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
     });
   }
 
-  async function release(c: pg.PoolClient, dt: number): Promise<void> {
-    const r = await c.query(
-      `select m.project_ref, m.endpoint, min(w.rate_limit) as rate_limit
-         from held_messages m
-         left join endpoint_health h using (project_ref, endpoint)
-         left join webhooks w on m.endpoint = 'webhook:' || w.id::text
-        where coalesce(h.state, 'closed') = 'closed'
-        group by 1, 2`,
-    );
-    const seen = new Set<string>();
-    for (const row of r.rows) {
-      const id = `${row.project_ref}\u0000${row.endpoint}`;
-      seen.add(id);
-      const rate = Math.min(ctx.cfg.CIRCUIT_RELEASE_RATE, row.rate_limit ?? Infinity);
-      const have = Math.min(rate, (budget.get(id) ?? 0) + rate * dt);
-      const n = Math.floor(have);
-      budget.set(id, have - n);
-      if (n > 0) await putBack(c, row.project_ref, row.endpoint, 'paced', n);
-    }
-    for (const id of budget.keys()) if (!seen.has(id)) budget.delete(id);
+  async function reopen(e: Ep): Promise<void> {
+    await ctx.db.query(`update endpoint_health set state = 'open', probe_claimed_at = null where project_ref = $1 and endpoint = $2 and state = 'half_open'`, [e.project, e.key]);
   }
 
-  /** Produces up to `limit` oldest held messages of an endpoint to the outbox topic and deletes them. */
-  async function putBack(c: pg.PoolClient, project: string, endpoint: string, mode: Released, limit: number): Promise<number> {
+  /**
+   * Endpoints with held messages and a closed circuit (or none), with their rate limit. The distinct
+   * endpoints are found by walking the (project_ref, endpoint) index, one probe per endpoint, so
+   * the cost follows the number of endpoints, not of held messages.
+   */
+  async function releasable(): Promise<(Ep & { rate: number | null })[]> {
+    const r = await ctx.db.query(
+      `with recursive pairs as (
+         (select project_ref, endpoint from held_messages order by project_ref, endpoint limit 1)
+         union all
+         select n.project_ref, n.endpoint from pairs p cross join lateral (
+           select h.project_ref, h.endpoint from held_messages h
+            where (h.project_ref, h.endpoint) > (p.project_ref, p.endpoint)
+            order by h.project_ref, h.endpoint limit 1) n)
+       select p.project_ref, p.endpoint, w.rate_limit
+         from pairs p
+         left join endpoint_health h on h.project_ref = p.project_ref and h.endpoint = p.endpoint
+         left join webhooks w on p.endpoint like 'webhook:%' and w.id::text = substr(p.endpoint, 9)
+        where coalesce(h.state, 'closed') = 'closed'`,
+    );
+    return r.rows.map((row) => ({ project: row.project_ref, key: row.endpoint, rate: row.rate_limit }));
+  }
+
+  async function release(e: Ep & { rate: number | null }, dt: number): Promise<void> {
+    const id = `${e.project}\u0000${e.key}`;
+    // a rate-limited webhook's backlog goes at its own rate (its new messages queue behind it);
+    // after a circuit closes, at CIRCUIT_RELEASE_RATE (new messages are sent at once meanwhile)
+    const rate = e.rate ?? ctx.cfg.CIRCUIT_RELEASE_RATE;
+    const have = Math.min(rate, (budget.get(id) ?? 0) + rate * dt);
+    const n = Math.floor(have);
+    budget.set(id, have - n);
+    if (n > 0) await putBack(e, 'paced', n);
+  }
+
+  /** Closed circuits whose window ended long ago and that hold nothing: forgotten (healthy again). */
+  async function cleanup(): Promise<void> {
+    await ctx.db.query(
+      `delete from endpoint_health h
+        where state = 'closed' and window_started_at < now() - 2 * $1 * interval '1 millisecond'
+          and not exists (select 1 from held_messages m where m.project_ref = h.project_ref and m.endpoint = h.endpoint)`,
+      [ctx.cfg.CIRCUIT_WINDOW],
+    );
+  }
+
+  /** Puts up to `limit` oldest held messages of an endpoint back on the outbox topic. */
+  async function putBack(e: Ep, mode: Released, limit: number): Promise<number> {
     let total = 0;
     while (total < limit) {
-      const rows: HeldRow[] = (
-        await c.query(
-          `select id, project_ref, endpoint, message_id, headers, value, (extract(epoch from clock_timestamp() - held_at) * 1000)::bigint as held_ms
-             from held_messages where project_ref = $1 and endpoint = $2 order by id limit $3 for update skip locked`,
-          [project, endpoint, Math.min(BATCH, limit - total)],
-        )
-      ).rows;
-      if (rows.length === 0) break;
-      await ctx.producer.send({
-        topic: ctx.topics.outbox,
-        acks: -1,
-        messages: rows.map((m) => ({
-          key: m.message_id,
-          value: m.value,
-          headers: { ...m.headers, 'due-at': '0', 'held-ms': String((Number(m.headers['held-ms']) || 0) + Number(m.held_ms)), released: mode },
-        })),
+      const n = await inTransaction(ctx.db, async (c) => {
+        const rows: HeldRow[] = (
+          await c.query(
+            `delete from held_messages where id in (
+               select id from held_messages where project_ref = $1 and endpoint = $2 order by id limit $3 for update skip locked)
+             returning id, message_id, reason, headers, value, (extract(epoch from clock_timestamp() - held_at) * 1000)::bigint as held_ms`,
+            [e.project, e.key, Math.min(BATCH, limit - total)],
+          )
+        ).rows;
+        if (rows.length === 0) return 0;
+        rows.sort((a, b) => Number(a.id) - Number(b.id));
+        await ctx.producer.send({
+          topic: ctx.topics.outbox,
+          acks: -1,
+          messages: rows.map((m) => {
+            // waiting for an endpoint that is down does not spend the age budget; waiting for a
+            // rate limit the owner set below their traffic does (it is bounded by MAX_MESSAGE_AGE)
+            const credit = m.reason === 'circuit' ? Number(m.held_ms) : 0;
+            return { key: m.message_id, value: m.value, headers: { ...m.headers, 'due-at': '0', 'held-ms': String((Number(m.headers['held-ms']) || 0) + credit), released: mode } };
+          }),
+        });
+        endpointReleases.inc({ mode }, rows.length);
+        return rows.length;
       });
-      await c.query('delete from held_messages where id = any($1::bigint[])', [rows.map((m) => m.id)]);
-      endpointReleases.inc({ mode }, rows.length);
-      total += rows.length;
+      if (n === 0) break;
+      total += n;
     }
     return total;
   }
@@ -249,19 +335,30 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
       stopped = true;
       clearTimeout(timer);
       await running;
+      const l = leader;
+      leader = undefined;
+      if (l) {
+        await l.query('select pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {});
+        l.release();
+      }
     },
   };
 }
 
-async function inTransaction<T>(c: pg.PoolClient, fn: () => Promise<T>): Promise<T> {
-  await c.query('begin');
+async function inTransaction<T>(db: AppContext['db'], fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  const c = await db.connect();
+  let broken: Error | undefined;
   try {
-    const out = await fn();
+    await c.query('begin');
+    const out = await fn(c);
     await c.query('commit');
     return out;
   } catch (err) {
-    await c.query('rollback').catch(() => {});
+    await c.query('rollback').catch((e: Error) => (broken = e));
     throw err;
+  } finally {
+    // a connection whose rollback failed is not given back to the pool mid-transaction
+    c.release(broken);
   }
 }
 

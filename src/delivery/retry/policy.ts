@@ -34,9 +34,9 @@ export function runStartedAt(msg: Pick<OutboxMessage, 'run' | 'firstCreatedAt' |
 }
 
 /**
- * The latest moment (epoch ms) an attempt of this run may be made. Time the run spent held for its
- * endpoint (circuit open, rate limit: header held-ms) is added: waiting for the endpoint does not
- * consume the budget. The hold itself is bounded by ENDPOINT_DISABLE_AFTER (docs/delivery.md).
+ * The latest moment (epoch ms) an attempt of this run may be made. Time the run spent held while
+ * its endpoint's circuit was open (header held-ms) is added: waiting for an endpoint that is down
+ * does not consume the budget. That hold is bounded by ENDPOINT_DISABLE_AFTER (docs/delivery.md).
  */
 export function deadline(p: Policy, msg: Pick<OutboxMessage, 'run' | 'firstCreatedAt' | 'runStartedAt' | 'heldMs'>): number {
   return runStartedAt(msg) + scaled(p, p.MAX_MESSAGE_AGE) + (msg.heldMs ?? 0);
