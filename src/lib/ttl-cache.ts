@@ -48,9 +48,10 @@ export class TtlCache<V> {
     return (await this.getMany([key], load)).get(key) ?? null;
   }
 
-  /** Forgets a key: its next reader loads it afresh. */
-  delete(key: string): void {
-    this.#entries.delete(key);
+  /** Forgets a key loaded more than `maxAgeMs` ago (any age: 0), so its next reader loads it afresh. */
+  delete(key: string, maxAgeMs = 0): void {
+    const e = this.#entries.get(key);
+    if (e && Date.now() - (e.expires - this.ttlMs) >= maxAgeMs) this.#entries.delete(key);
   }
 
   #set(key: string, value: V | null) {
