@@ -78,7 +78,7 @@ export class AttemptPipeline {
       outcome = ladder.beforeAttempt?.(msg) as AttemptOutcome;
       if (!outcome) {
         const webhook = endpoint?.webhookId ? await directory.webhook(msg.project, endpoint.webhookId) : null;
-        const fresh = () => directory.webhook(msg.project, endpoint!.webhookId!, true);
+        const fresh = () => directory.webhook(msg.project, endpoint!.webhookId!, 0);
         const admission = gate && endpoint ? await gate.admit(msg, endpoint, webhook, endpoint.webhookId ? fresh : undefined) : { kind: 'send' as const };
         if (admission.kind === 'hold') {
           clearTimeout(pending);

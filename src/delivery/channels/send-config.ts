@@ -40,13 +40,12 @@ export class DeliveryDirectory {
   }
 
   /**
-   * `fresh`: read it now rather than trust a cached copy (before ending a message on what the cache
-   * says); a copy read within the last 200 ms counts as now, so the messages of a disabled webhook
-   * cost one query per 200 ms, not one each.
+   * `freshMs`: do not trust a cached copy older than this (0: read it now), e.g. before ending a
+   * message on what the cache says.
    */
-  async webhook(project: string, id: string, fresh = false): Promise<WebhookConfig | null> {
+  async webhook(project: string, id: string, freshMs?: number): Promise<WebhookConfig | null> {
     if (!isUuid(id)) return null;
-    if (fresh) this.#webhooks.delete(id, 200);
+    if (freshMs !== undefined) this.#webhooks.delete(id, freshMs);
     const w = (await this.webhooks([id])).get(id) ?? null;
     return w && w.project === project ? w : null;
   }

@@ -18,7 +18,8 @@ export const webhookChannel: Channel = {
     let w = await webhookOf(msg, deps);
     // Deleted or disabled ends the message: only on what the database says now, not on a cached
     // copy up to DELIVERY_CONFIG_TTL old (a replay right after enabling it again must be sent).
-    if (!w || !w.enabled) w = await deps.directory.webhook(msg.project, (msg.payload as WebhookPayload).webhook_id, true);
+    // (a copy read within 200 ms counts as now: a disabled webhook's messages cost a query per 200 ms)
+    if (!w || !w.enabled) w = await deps.directory.webhook(msg.project, (msg.payload as WebhookPayload).webhook_id, 200);
     if (!w) return { outcome: 'dead', error: 'webhook deleted', durationMs: 0 };
     if (!w.enabled) return { outcome: 'dead', error: 'webhook disabled', durationMs: 0 };
     const body = JSON.stringify((msg.payload as WebhookPayload).payload);
