@@ -15,6 +15,8 @@ interface SetupLink {
   state: 'active' | 'expired' | 'revoked' | 'used';
   expires_at: string;
   url?: string;
+  /** in the answer to POST only: live providers whose users of a subdomain would move to the link's provider */
+  warnings?: { domain: string; provider_name: string; provider_domain: string; message: string }[];
 }
 
 const TONE = { active: 'ok', used: 'muted', expired: 'warn', revoked: 'bad' } as const;
@@ -64,6 +66,13 @@ export function SetupLinks({ project }: { project: ProjectSummary }) {
         <div class="one-time" role="status">
           <h3>Setup link for {made.domains.join(', ')}</h3>
           <p>Send it to the IT admin now: it is shown only once, and works until {when(made.expires_at)}.</p>
+          {!!made.warnings?.length && (
+            <ul class="notice warning" aria-label="Warnings">
+              {made.warnings.map((w) => (
+                <li key={w.domain}>{w.message}</li>
+              ))}
+            </ul>
+          )}
           <CopyField label="Setup link" value={made.url} secret />
           <button type="button" onClick={() => setMade(undefined)}>
             I have sent it
