@@ -110,7 +110,15 @@ describe('endpoint protection: a webhook that keeps failing is disabled, its own
     await eventually(async () => {
       const ds = (await call('GET', `/outbox/deliveries?webhook_id=${hook.id}&limit=100`)).deliveries as any[];
       return endedByDisable.every((x) => ds.find((d) => d.id === x.id)?.status === 'delivered');
-    }, 60_000, 'the replayed deliveries to be delivered');
+    }, 60_000, 'the replayed deliveries to be delivered').catch(async (err) => {
+      // what was left, for the log of a failed run
+      const ds = (await call('GET', `/outbox/deliveries?webhook_id=${hook.id}&limit=100`)).deliveries as any[];
+      const q = async (sql: string) => JSON.stringify((await svc.ctx.db.query(sql)).rows);
+      console.log('DIAG deliveries', JSON.stringify(ds.map((d) => [d.id, d.status, d.run, d.attempts, d.last_error])));
+      console.log('DIAG health', await q('select * from endpoint_health'), 'held', await q('select message_id, run, attempt, reason from held_messages'));
+      console.log('DIAG ledger', await q('select message_id, run, attempt, outcome, final from delivery_ledger order by recorded_at'));
+      throw err;
+    });
     const bodies = receiver.to('/orders').slice(hits).map((h) => JSON.parse(h.body).record.name);
     for (const n of [1, 2, 3]) expect(bodies).toContain(`while disabled ${n}`);
     // no longer disabled: no offer
