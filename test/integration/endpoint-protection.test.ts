@@ -164,7 +164,13 @@ describe('endpoint protection: circuit breaker and rate limit', () => {
     const ds = await eventually(async () => {
       const x = await deliveriesOf(hook.id);
       return x.length === 30 && x.every((d) => d.status === 'delivered') ? x : null;
-    }, 60_000, 'all 30 delivered');
+    }, 60_000, 'all 30 delivered').catch(async (err) => {
+      // what was left, for the log of a failed run
+      const q = async (sql: string) => JSON.stringify((await svc.ctx.db.query(sql)).rows);
+      console.log('DIAG deliveries', JSON.stringify((await deliveriesOf(hook.id)).map((d) => [d.status, d.attempts, d.last_error])), 'hits', b.to('/rl').length);
+      console.log('DIAG held', await q('select endpoint, reason, count(*) from held_messages group by 1, 2'), 'rate', await q('select *, clock_timestamp() from endpoint_rate'), 'health', await q('select * from endpoint_health'));
+      throw err;
+    });
     expect(ds.every((d) => d.attempts === 1)).toBe(true);
     const at = b.to('/rl').map((h) => h.at).sort((x, y) => x - y);
     expect(at.length).toBe(30);
