@@ -102,7 +102,9 @@ export class AttemptPipeline {
     } finally {
       clearTimeout(pending);
     }
-    if (sent && endpoint) {
+    // a probe always reports, sent or not (one that ended before its request, e.g. past its age
+    // budget, counts as unanswered), so its half-open circuit never waits for the probe timeout
+    if (endpoint && gate && (sent || msg.released === 'probe')) {
       if (msg.released === 'probe') await gate!.health.probeDone(endpoint, outcome).catch((err) => ctx.log.warn({ err, message: msg.id }, 'recording the probe outcome failed; the probe is sent again later'));
       else gate!.health.observe(endpoint, outcome);
     }
