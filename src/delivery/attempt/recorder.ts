@@ -139,14 +139,25 @@ export class OutcomeRecorder {
       await this.#connected;
       await this.#producer.send({ topic: this.ctx.topics.events, messages, acks: -1 });
     }
-    const rows = batch.map((p) => p.ledger).filter((r): r is LedgerRow => !!r);
+    // one row per attempt key (a final outcome preferred), as one statement may not update a row twice
+    const byKey = new Map<string, LedgerRow>();
+    for (const r of batch.map((p) => p.ledger)) {
+      if (!r) continue;
+      const k = `${r.messageId}:${r.run}:${r.attempt}`;
+      if (!byKey.get(k)?.final) byKey.set(k, r);
+    }
+    const rows = [...byKey.values()];
     if (rows.length > 0) {
       await this.ctx.db.query({
         // named: prepared once per connection, as it runs a few hundred times a second
         name: 'ledger-insert',
-        text: `insert into delivery_ledger (message_id, run, attempt, outcome, final)
+        // The same attempt made twice (two processes across a rebalance) may record a failed copy
+        // and a final one, in either order: the final one wins, so the run is known to have ended
+        // and the failed copy's retries are skipped, as the projection already shows it ended.
+        text: `insert into delivery_ledger as l (message_id, run, attempt, outcome, final)
          select * from unnest($1::uuid[], $2::int[], $3::int[], $4::text[], $5::bool[])
-         on conflict do nothing`,
+         on conflict (message_id, run, attempt) do update set outcome = excluded.outcome, final = true
+          where excluded.final and not l.final`,
         values: [rows.map((r) => r.messageId), rows.map((r) => r.run), rows.map((r) => r.attempt), rows.map((r) => r.outcome), rows.map((r) => r.final)],
       });
     }
