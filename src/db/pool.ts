@@ -18,15 +18,17 @@ export type PoolClient = pg.PoolClient;
 
 export async function withTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
   const c = await pool.connect();
+  let broken: Error | undefined;
   try {
     await c.query('begin');
     const out = await fn(c);
     await c.query('commit');
     return out;
   } catch (e) {
-    await c.query('rollback').catch(() => {});
+    await c.query('rollback').catch((err: Error) => (broken = err));
     throw e;
   } finally {
-    c.release();
+    // a connection whose rollback failed may still be inside the transaction: closed, not pooled
+    c.release(broken);
   }
 }

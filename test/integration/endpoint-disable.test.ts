@@ -124,4 +124,26 @@ describe('endpoint protection: a webhook that keeps failing is disabled, its own
     // no longer disabled: no offer
     expect((await call('GET', `/webhooks/${hook.id}`)).replay_offer).toBeUndefined();
   });
+
+  it('gives up on a target host that fails every probe: its held messages end dead without a request', async () => {
+    receiver.script('/api', { status: 503 });
+    const key = `host:${new URL(receiver.url).host}`;
+    const ids: string[] = (
+      await db.query(`select base.http_request('POST', $1, '{}'::jsonb, '{"n":1}'::jsonb) as id from generate_series(1, 4)`, [`${receiver.url}/api`])
+    ).rows.map((r) => r.id);
+    // opened, then held; after ENDPOINT_DISABLE_AFTER (4 s) of failed probes the host is given up on
+    const entry = await eventually(async () => (await audit('endpoint.give_up')).find((e) => e.resource_id === key), 60_000, 'the host to be given up on');
+    expect(entry.details).toMatchObject({ endpoint: key, last_error: 'HTTP 503' });
+    expect(entry.details.held_messages_ended).toBeGreaterThanOrEqual(1);
+    const ended = await eventually(async () => {
+      const ds = await Promise.all(ids.map((id) => call('GET', `/outbox/deliveries/${id}`)));
+      const given = ds.filter((d) => d.status === 'dead' && String(d.last_error).startsWith('not attempted: the endpoint failed every probe'));
+      return given.length === entry.details.held_messages_ended ? given : null;
+    }, 30_000, 'the held messages to end dead');
+    expect(ended.length).toBeGreaterThanOrEqual(1);
+    // ending them made no request (the ending attempt has no HTTP status), and the host's circuit
+    // starts afresh (a retry still on the ladder is then attempted as usual)
+    expect(ended.every((d) => d.last_http_status === null)).toBe(true);
+    expect(((await call('GET', '/outbox/endpoints')) as any[]).find((e) => e.endpoint === key && e.state !== 'closed')).toBeUndefined();
+  });
 });

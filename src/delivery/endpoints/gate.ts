@@ -35,8 +35,9 @@ export class EndpointGate {
 
   async admit(msg: OutboxMessage, e: Endpoint | null, webhook: WebhookConfig | null, fresh?: () => Promise<WebhookConfig | null>): Promise<Admission> {
     if (!e) return SEND;
-    // just disabled or reset by another process: the cached config may be up to a TTL behind
-    if (webhook?.enabled && fresh && this.health.recentlyAnnounced(e)) webhook = await fresh();
+    // just disabled, enabled or reset: the cached config may be up to a TTL behind (the fresh copy
+    // also replaces the cached one the channel reads next)
+    if (fresh && this.health.recentlyAnnounced(e)) webhook = await fresh();
     if (msg.released === 'expire') return { kind: 'end', outcome: { outcome: 'dead', error: GIVEN_UP, durationMs: 0 } };
     if (msg.kind === 'webhook' && !webhook?.enabled) return SEND;
     const view = this.health.view(e);

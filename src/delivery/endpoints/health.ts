@@ -35,6 +35,19 @@ const FLUSH_MS = 250;
 export const CHANNEL = 'endpoint_health';
 const POLL_ACTIVE_MS = 1000;
 const POLL_IDLE_MS = 5000;
+/**
+ * `pairs`: the distinct (project_ref, endpoint) of held_messages, found by walking its index one
+ * endpoint at a time (a loose index scan), so the cost follows the number of endpoints, not of
+ * held messages. Read by every process's refresh and by the releaser.
+ */
+export const HELD_ENDPOINTS = `with recursive pairs as (
+  (select project_ref, endpoint from held_messages order by project_ref, endpoint limit 1)
+  union all
+  select n.project_ref, n.endpoint from pairs p cross join lateral (
+    select m.project_ref, m.endpoint from held_messages m
+     where (m.project_ref, m.endpoint) > (p.project_ref, p.endpoint)
+     order by m.project_ref, m.endpoint limit 1) n)`;
+
 /** Who the audit trail names for what the service decided by itself. */
 export const SERVICE_ACTOR = 'service (endpoint protection)';
 
@@ -154,20 +167,13 @@ export class EndpointHealth {
 
   /** Reads every endpoint with a row or held messages. */
   /**
-   * Reads every endpoint with a row or held messages. `held` is 1 when an endpoint has any (the
-   * distinct endpoints are found by walking the index, so the cost follows the number of
-   * endpoints, not of held messages); the gauge of held messages is the table's estimate.
+   * Reads every endpoint with a row or held messages. `held` is 1 when an endpoint has any
+   * (HELD_ENDPOINTS); the gauge of held messages is the table's estimate.
    */
   async refresh(): Promise<void> {
     const started = Date.now();
     const r = await this.ctx.db.query(
-      `with recursive pairs as (
-         (select project_ref, endpoint from held_messages order by project_ref, endpoint limit 1)
-         union all
-         select n.project_ref, n.endpoint from pairs p cross join lateral (
-           select m.project_ref, m.endpoint from held_messages m
-            where (m.project_ref, m.endpoint) > (p.project_ref, p.endpoint)
-            order by m.project_ref, m.endpoint limit 1) n)
+      `${HELD_ENDPOINTS}
        select project_ref, endpoint, coalesce(h.state, 'closed') as state, coalesce(h.window_failures, 0) as window_failures,
               (p.endpoint is not null)::int as held,
               (select n_live_tup from pg_stat_user_tables where relname = 'held_messages' limit 1) as held_estimate

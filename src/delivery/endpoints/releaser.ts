@@ -26,8 +26,9 @@ import { notifyOwner } from '../../email/index.js';
 import { endpointCircuitTransitions, endpointReleases } from '../../lib/metrics.js';
 import type { Released } from '../message.js';
 import type { Worker } from '../worker.js';
-import { announce, SERVICE_ACTOR, type EndpointHealth } from './health.js';
+import { announce, HELD_ENDPOINTS, SERVICE_ACTOR, type EndpointHealth } from './health.js';
 import { recordOperatorAudit } from '../../projects/index.js';
+import { withTransaction } from '../../db/index.js';
 
 const TICK_MS = 250;
 const LOCK_KEY = 0x686f6c64; // "hold"
@@ -134,7 +135,7 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
 
   async function giveUp(e: Ep): Promise<Disabled | null> {
     let out: Disabled | null = null;
-    const row = await inTransaction(ctx.db, async (c) => {
+    const row = await withTransaction(ctx.db, async (c) => {
       const r = await c.query(
         `delete from endpoint_health where project_ref = $1 and endpoint = $2 and state = 'open'
          returning webhook_id, failing_since, last_error`,
@@ -169,12 +170,7 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
       log.warn({ project: e.project, webhook: row.webhook_id, failingSince: row.failing_since }, 'webhook disabled: it has failed every probe for ENDPOINT_DISABLE_AFTER');
     } else {
       const n = await putBack(e, 'expire', Infinity);
-      await recordOperatorAudit(ctx.db, SERVICE_ACTOR, e.project, {
-        action: 'endpoint.give_up',
-        resourceType: 'endpoint',
-        resourceId: e.key,
-        details: { endpoint: e.key, failing_since: row.failing_since, last_error: row.last_error, held_messages_ended: n },
-      });
+      await health.audit(e, 'endpoint.give_up', { failing_since: row.failing_since, last_error: row.last_error, held_messages_ended: n });
       log.warn({ project: e.project, endpoint: e.key, ended: n }, 'endpoint given up on: its held messages end dead');
     }
     return out;
@@ -182,7 +178,7 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
 
   /** Open circuits whose probe is due and that have a message to probe with turn half-open (committed). */
   async function claimProbes(): Promise<(Ep & { probes: number })[]> {
-    return inTransaction(ctx.db, async (c) => {
+    return withTransaction(ctx.db, async (c) => {
       // a probe whose outcome never came (its dispatcher died) is allowed again
       await c.query(
         `update endpoint_health set state = 'open', probe_at = now(), probe_claimed_at = null
@@ -209,12 +205,7 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
     if (n === 0) return reopen(e); // released meanwhile (the webhook changed): wait for the next one
     endpointCircuitTransitions.inc({ to: 'half_open' });
     log.info({ project: e.project, endpoint: e.key }, 'circuit half-open: one held message goes as a probe');
-    await recordOperatorAudit(ctx.db, SERVICE_ACTOR, e.project, {
-      action: 'endpoint.circuit_probe',
-      resourceType: e.key.startsWith('webhook:') ? 'webhook' : 'endpoint',
-      resourceId: e.key.startsWith('webhook:') ? e.key.slice('webhook:'.length) : e.key,
-      details: { endpoint: e.key, probe: e.probes },
-    });
+    await health.audit(e, 'endpoint.circuit_probe', { probe: e.probes });
   }
 
   async function reopen(e: Ep): Promise<void> {
@@ -222,19 +213,11 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
   }
 
   /**
-   * Endpoints with held messages and a closed circuit (or none), with their rate limit. The distinct
-   * endpoints are found by walking the (project_ref, endpoint) index, one probe per endpoint, so
-   * the cost follows the number of endpoints, not of held messages.
+   * Endpoints with held messages (HELD_ENDPOINTS) and a closed circuit (or none), with their rate limit.
    */
   async function releasable(): Promise<(Ep & { rate: number | null })[]> {
     const r = await ctx.db.query(
-      `with recursive pairs as (
-         (select project_ref, endpoint from held_messages order by project_ref, endpoint limit 1)
-         union all
-         select n.project_ref, n.endpoint from pairs p cross join lateral (
-           select h.project_ref, h.endpoint from held_messages h
-            where (h.project_ref, h.endpoint) > (p.project_ref, p.endpoint)
-            order by h.project_ref, h.endpoint limit 1) n)
+      `${HELD_ENDPOINTS}
        select p.project_ref, p.endpoint, w.rate_limit
          from pairs p
          left join endpoint_health h on h.project_ref = p.project_ref and h.endpoint = p.endpoint
@@ -269,7 +252,7 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
   async function putBack(e: Ep, mode: Released, limit: number): Promise<number> {
     let total = 0;
     while (total < limit) {
-      const n = await inTransaction(ctx.db, async (c) => {
+      const n = await withTransaction(ctx.db, async (c) => {
         const rows: HeldRow[] = (
           await c.query(
             `delete from held_messages where id in (
@@ -343,23 +326,6 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
       }
     },
   };
-}
-
-async function inTransaction<T>(db: AppContext['db'], fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-  const c = await db.connect();
-  let broken: Error | undefined;
-  try {
-    await c.query('begin');
-    const out = await fn(c);
-    await c.query('commit');
-    return out;
-  } catch (err) {
-    await c.query('rollback').catch((e: Error) => (broken = e));
-    throw err;
-  } finally {
-    // a connection whose rollback failed is not given back to the pool mid-transaction
-    c.release(broken);
-  }
 }
 
 function originOf(url: string): string {

@@ -90,11 +90,13 @@ export async function replayOffer(q: Q, ref: string, webhookId: string, disabled
 }
 
 /**
- * Forgets a webhook's failures (its URL changed, or its owner enabled it): the circuit is closed
- * and what is held is released at the release pace. Every dispatcher hears of it at once.
+ * Forgets a webhook's failures (its URL changed, or its owner enabled or disabled it): the circuit
+ * is closed and what is held is released at the release pace. Every dispatcher hears of it at once
+ * and reads the webhook afresh instead of trusting its cached copy (gate.ts), so a replay made
+ * right after enabling it is not ended as 'webhook disabled' by a copy from before.
  */
 export async function resetWebhookCircuit(q: Q, ref: string, webhookId: string): Promise<void> {
   const e = { project: ref, key: `webhook:${webhookId}` };
-  const r = await q.query('delete from endpoint_health where project_ref = $1 and endpoint = $2', [e.project, e.key]);
-  if (r.rowCount) await announce(q, e, 'gone');
+  await q.query('delete from endpoint_health where project_ref = $1 and endpoint = $2', [e.project, e.key]);
+  await announce(q, e, 'gone');
 }
