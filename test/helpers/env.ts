@@ -2,6 +2,7 @@
 // topic prefix (hence its own topics and consumer groups) and its own project databases.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import type { Admin } from 'kafkajs';
 import { inject } from 'vitest';
 
 export const stack = () => inject('stack');
@@ -63,4 +64,21 @@ export async function eventually<T>(fn: () => Promise<T | undefined | null | fal
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`timed out waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+}
+
+/**
+ * Creates a topic and waits until every partition has a leader. kafkajs's own waitForLeaders gives
+ * up on UNKNOWN_TOPIC_OR_PARTITION, which a broker busy with other test files' topic deletions can
+ * answer for a moment.
+ */
+export async function createTopicReady(admin: Admin, topic: string, numPartitions: number): Promise<void> {
+  await admin.createTopics({ topics: [{ topic, numPartitions }], waitForLeaders: false });
+  await eventually(
+    async () => {
+      const md = await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => null);
+      return md?.topics[0]?.partitions.length === numPartitions && md.topics[0].partitions.every((p) => p.leader >= 0);
+    },
+    30_000,
+    `the topic ${topic} to have its partition leaders`,
+  );
 }

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { ConnectClient } from '../../src/kafka/index.js';
 import { connectorName, slotName } from '../../src/outbox/index.js';
 import { disableOutbox, enableOutbox, type OutboxEnv } from '../../src/outbox/enable.js';
-import { createDatabase, dropDatabase, eventually, stack, uniqueName } from '../helpers/env.js';
+import { createDatabase, createTopicReady, dropDatabase, eventually, stack, uniqueName } from '../helpers/env.js';
 
 describe('CDC smoke path: base.outbox → Debezium → Kafka', () => {
   const prefix = uniqueName('cdc');
@@ -25,17 +25,7 @@ describe('CDC smoke path: base.outbox → Debezium → Kafka', () => {
     const kafka = new Kafka({ brokers: stack().kafkaBrokers, clientId: 'cdc-test', logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    // kafkajs's waitForLeaders gives up on UNKNOWN_TOPIC_OR_PARTITION, which a broker busy with
-    // other files' topic deletions can answer for a moment: wait for the leaders here instead
-    await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: false });
-    await eventually(
-      async () => {
-        const md = await admin.fetchTopicMetadata({ topics: [topic] }).catch(() => null);
-        return md?.topics[0]?.partitions.length === 2 && md.topics[0].partitions.every((p) => p.leader >= 0);
-      },
-      30_000,
-      'the test topic to have its partition leaders',
-    );
+    await createTopicReady(admin, topic, 2);
     await admin.disconnect();
     env = { connect: new ConnectClient(stack().connectUrl), topicPrefix: prefix, outboxTopic: topic };
     await enableOutbox(env, ref, dbUrl);

@@ -8,7 +8,7 @@ import { ConnectClient } from '../../src/kafka/index.js';
 import { connectorName, renderConnectorConfig } from '../../src/outbox/index.js';
 import { baseSchemaVersion, disableOutbox, enableOutbox, refreshOutbox, type OutboxEnv } from '../../src/outbox/enable.js';
 import { refreshEnabledOutboxes } from '../../src/outbox/service.js';
-import { createDatabase, dropDatabase, stack, uniqueName } from '../helpers/env.js';
+import { createDatabase, createTopicReady, dropDatabase, stack, uniqueName } from '../helpers/env.js';
 import { startTestService } from '../helpers/service.js';
 
 describe('refreshing an enabled outbox', () => {
@@ -34,7 +34,7 @@ describe('refreshing an enabled outbox', () => {
     dbUrl = await createDatabase(dbName);
     const admin = new Kafka({ brokers: stack().kafkaBrokers, clientId: 'refresh-test', logLevel: logLevel.NOTHING }).admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createTopicReady(admin, topic, 1);
     await admin.disconnect();
     env = { connect: new ConnectClient(stack().connectUrl), topicPrefix: prefix, outboxTopic: topic };
     await enableOutbox(env, ref, dbUrl);
