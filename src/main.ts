@@ -4,7 +4,7 @@
 import { loadConfig, ConfigError, redactedConfig } from './config.js';
 import { closeContext, createContext, resolveEndpoints } from './app.js';
 import { buildServer, healthReport } from './http/index.js';
-import { registerRoutes } from './routes.js';
+import { accessVerifiers, registerRoutes } from './routes.js';
 import { createLogger } from './lib/logger.js';
 import { busyPorts, type PortNeed } from './lib/ports.js';
 import { onStopSignals, watchParent } from './lib/shutdown.js';
@@ -56,7 +56,7 @@ async function main() {
     log.fatal({ err, worker }, 'consumer crashed and will not restart; exiting');
     process.exit(1);
   });
-  const app = cfg.ROLES.includes('api') ? await buildServer({ logger: log, publicUrl: cfg.publicUrl, trustProxy: cfg.TRUST_PROXY }) : null;
+  const app = cfg.ROLES.includes('api') ? await buildServer({ logger: log, publicUrl: cfg.publicUrl, trustProxy: cfg.TRUST_PROXY, access: accessVerifiers(ctx) }) : null;
   if (app) {
     await registerRoutes(app, ctx);
     await app.listen({ host: cfg.HOST, port: cfg.PORT });

@@ -39,6 +39,8 @@ const full = {
   },
 } as const;
 
+// Public on purpose, and only in development: registered only while the development mail sink runs
+// (never in production), for the developer reading what the service sent.
 export function registerDevMail(app: FastifyInstance, ctx: Pick<AppContext, 'cfg'>): void {
   const base = `${ctx.cfg.publicUrl}/dev/mail`;
   const find = (id: string): CaughtMail => {
@@ -50,6 +52,7 @@ export function registerDevMail(app: FastifyInstance, ctx: Pick<AppContext, 'cfg
   app.get(
     '/dev/mail',
     {
+      config: { access: 'public' },
       schema: {
         tags: ['development'],
         summary: 'Messages caught by the development mail sink, newest first',
@@ -69,7 +72,7 @@ export function registerDevMail(app: FastifyInstance, ctx: Pick<AppContext, 'cfg
 
   app.get(
     '/dev/mail/:id',
-    { schema: { tags: ['development'], summary: 'One caught message with its text and HTML', params: idParam, response: { 200: full, 404: errorSchema } } },
+    { config: { access: 'public' }, schema: { tags: ['development'], summary: 'One caught message with its text and HTML', params: idParam, response: { 200: full, 404: errorSchema } } },
     async (req) => {
       const m = find((req.params as { id: string }).id);
       return { ...m, url: `${base}/${m.id}`, html_url: m.html ? `${base}/${m.id}/html` : null };
@@ -78,7 +81,7 @@ export function registerDevMail(app: FastifyInstance, ctx: Pick<AppContext, 'cfg
 
   app.get(
     '/dev/mail/:id/html',
-    { schema: { tags: ['development'], summary: 'The HTML part of a caught message, as a page', params: idParam, response: { 404: errorSchema } } },
+    { config: { access: 'public' }, schema: { tags: ['development'], summary: 'The HTML part of a caught message, as a page', params: idParam, response: { 404: errorSchema } } },
     async (req, reply) => {
       const m = find((req.params as { id: string }).id);
       if (!m.html) throw new ApiError('not_found', 'That message has no HTML part.');

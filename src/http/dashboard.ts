@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import fastifyStatic from '@fastify/static';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
+import { declareScopeAccess } from './access.js';
 
 export const dashboardDist = fileURLToPath(new URL('../../web/dist/', import.meta.url));
 
@@ -36,6 +37,8 @@ const securityHeaders: Record<string, string> = {
 
 /** Register in a scope of its own (`app.register(...)`): the headers hook then covers only these routes. */
 export async function registerDashboard(app: FastifyInstance, ctx: Pick<AppContext, 'log'>, root = dashboardDist): Promise<void> {
+  // the page and its assets are public; what it shows comes from the API with the owner's token
+  declareScopeAccess(app, 'public');
   app.addHook('onSend', async (_req, reply) => {
     reply.headers(securityHeaders);
   });

@@ -117,7 +117,7 @@ export async function healthReport(ctx: AppContext) {
 }
 
 export function registerHealth(app: FastifyInstance, ctx: AppContext) {
-  app.get('/health', { schema: { tags: ['operations'], summary: 'Health of the service and every part it depends on' } }, async (_req, reply) => {
+  app.get('/health', { config: { access: 'public' }, schema: { tags: ['operations'], summary: 'Health of the service and every part it depends on' } }, async (_req, reply) => {
     const { ok, body } = await healthReport(ctx);
     return reply.code(ok ? 200 : 503).send(body);
   });

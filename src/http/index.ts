@@ -4,5 +4,5 @@
 export * from './server.js';
 export * from './health.js';
 export * from './dashboard.js';
-export * from './owner-guard.js';
+export * from './access.js';
 export * from './schemas.js';

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { ApiError, isApiError } from '../errors.js';
 import { isDatabaseUnavailable } from '../db/index.js';
 import { httpRequests } from '../lib/metrics.js';
+import { declareScopeAccess, installAccessControl, type Access, type Verifier } from './access.js';
 
 export interface ServerOptions {
   logger: Logger;
@@ -17,6 +18,8 @@ export interface ServerOptions {
   bodyLimit?: number;
   /** TRUST_PROXY (config.ts); default: loopback only */
   trustProxy?: string;
+  /** the check of each kind of caller a route may declare (src/routes.ts accessVerifiers) */
+  access: Record<Exclude<Access, 'public'>, Verifier>;
 }
 
 /** TRUST_PROXY as Fastify takes it: a boolean, a hop count, or addresses/CIDRs. */
@@ -75,6 +78,19 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
     json(req, body as string, done);
   });
 
+  // Rate limits are per route (config.rateLimit, e.g. the public auth endpoints), in memory per
+  // process: with N api processes behind a balancer a client gets up to N times the limit.
+  await app.register(rateLimit, {
+    global: false,
+    cache: 50_000, // client addresses tracked per route (LRU)
+    errorResponseBuilder: (_req, c) => new ApiError('rate_limited', `Too many requests from this client (at most ${c.max} in the window); retry after ${c.after}.`),
+  });
+
+  // Who may call each route, declared on the route and decided on the matched route; a route
+  // without a declaration stops the start (src/http/access.ts). After the rate limiter, so a
+  // limited route counts a request before its caller is checked; before every route.
+  installAccessControl(app, opts.access);
+
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -93,16 +109,13 @@ export async function buildServer(opts: ServerOptions): Promise<FastifyInstance>
       },
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-
-  // Rate limits are per route (config.rateLimit, e.g. the public auth endpoints), in memory per
-  // process: with N api processes behind a balancer a client gets up to N times the limit.
-  await app.register(rateLimit, {
-    global: false,
-    cache: 50_000, // client addresses tracked per route (LRU)
-    errorResponseBuilder: (_req, c) => new ApiError('rate_limited', `Too many requests from this client (at most ${c.max} in the window); retry after ${c.after}.`),
+  // the API's description is public, like the routes' own documentation
+  await app.register(async (docs) => {
+    declareScopeAccess(docs, 'public');
+    await docs.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   });
+  app.get('/openapi.json', { config: { access: 'public' }, schema: { hide: true } }, async () => app.swagger());
+
 
   // route template (e.g. /v1/projects/:ref/webhooks), never the raw URL: bounded label values
   app.addHook('onResponse', async (req, reply) => {

@@ -31,6 +31,7 @@ export function registerAudit(app: FastifyInstance, ctx: Pick<AppContext, 'db'>)
   app.get<{ Params: { ref: string }; Querystring: { limit?: string; before?: string } }>(
     '/v1/projects/:ref/audit',
     {
+      config: { access: 'project-owner' },
       schema: {
         tags: ['audit'],
         summary: 'Changes made to the project through the Management API (and by operators with npm run admin), newest first',

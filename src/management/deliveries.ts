@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { errorResponses, owner, ownerGuard, ref, refParams, refuseBody } from '../http/index.js';
+import { errorResponses, owner, ref, refParams, refuseBody } from '../http/index.js';
 
 const STATUSES = ['pending', 'delivered', 'failed', 'dead'];
 const KINDS = ['webhook', 'http', 'email'];
@@ -95,12 +95,11 @@ function decodeCursor(cursor: string): [string, string] {
 
 export async function registerDeliveries(app: FastifyInstance, ctx: AppContext): Promise<void> {
   // 401, 404 (not the caller's project) before the request is validated: src/http/owner-guard.ts
-  const guard = ownerGuard(ctx);
 
   app.get<{ Params: { ref: string }; Querystring: { status?: string; kind?: string; webhook_id?: string; cursor?: string; limit?: string } }>(
     '/v1/projects/:ref/outbox/deliveries',
     {
-      onRequest: guard,
+      config: { access: 'project-owner' },
       preValidation: refuseBody,
       schema: {
         tags: ['outbox'],
@@ -145,7 +144,7 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
   app.get<{ Params: { ref: string; id: string } }>(
     '/v1/projects/:ref/outbox/deliveries/:id',
     {
-      onRequest: guard,
+      config: { access: 'project-owner' },
       preValidation: refuseBody,
       schema: {
         tags: ['outbox'],

@@ -9,7 +9,7 @@ import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { replayDeliveries, type ReplayStatus } from '../delivery/index.js';
 import { recordAudit } from '../projects/index.js';
-import { errorResponses, owner, ownerGuard, ref, refParams, refuseBody } from '../http/index.js';
+import { errorResponses, owner, ref, refParams, refuseBody } from '../http/index.js';
 
 const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const conflict = { 409: { description: 'delivery_not_retryable', type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } } };
@@ -24,12 +24,11 @@ interface ReplayBody {
 
 export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContext): Promise<void> {
   // 401, 404 (not the caller's project) before the request is validated: src/http/owner-guard.ts
-  const guard = ownerGuard(ctx);
 
   app.post<{ Params: { ref: string; id: string } }>(
     '/v1/projects/:ref/outbox/deliveries/:id/retry',
     {
-      onRequest: guard,
+      config: { access: 'project-owner' },
       preValidation: refuseBody,
       schema: {
         tags: ['outbox'],
@@ -63,7 +62,7 @@ export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContex
   app.post<{ Params: { ref: string }; Body: ReplayBody }>(
     '/v1/projects/:ref/outbox/replay',
     {
-      onRequest: guard,
+      config: { access: 'project-owner' },
       schema: {
         tags: ['outbox'],
         summary: 'Re-enqueue the dead (or failed) deliveries matching a filter, e.g. after an outage',

@@ -12,6 +12,7 @@ export function registerEndpoints(app: FastifyInstance, ctx: Pick<AppContext, 'd
   app.get<{ Params: { ref: string } }>(
     '/v1/projects/:ref/outbox/endpoints',
     {
+      config: { access: 'project-owner' },
       preValidation: refuseBody,
       schema: {
         tags: ['outbox'],

@@ -96,13 +96,14 @@ export function registerProjectSettings(app: FastifyInstance, ctx: Ctx): void {
 
   app.get<{ Params: { ref: string } }>(
     '/v1/projects/:ref',
-    { preValidation: refuseBody, schema: { ...tag, summary: 'One project', params: refParams, querystring: noQuery, response: { 200: projectView, ...errorResponses } } },
+    { config: { access: 'project-owner' }, preValidation: refuseBody, schema: { ...tag, summary: 'One project', params: refParams, querystring: noQuery, response: { 200: projectView, ...errorResponses } } },
     async (req) => viewProject(ctx, req.project!),
   );
 
   app.patch<{ Params: { ref: string }; Body: Patch }>(
     '/v1/projects/:ref',
     {
+      config: { access: 'project-owner' },
       bodyLimit: MANAGEMENT_BODY_LIMIT,
       schema: { ...tag, summary: 'Change auth settings: site_url, additional_redirect_urls, disable_signup, allow_linking', params: refParams, querystring: noQuery, body: patchBody, response: { 200: projectView, ...errorResponses } },
     },
@@ -132,6 +133,7 @@ export function registerProjectSettings(app: FastifyInstance, ctx: Ctx): void {
   app.get<{ Params: { ref: string } }>(
     '/v1/projects/:ref/outbox',
     {
+      config: { access: 'project-owner' },
       preValidation: refuseBody,
       schema: {
         tags: ['outbox'],
@@ -205,6 +207,7 @@ export function registerProjectSettings(app: FastifyInstance, ctx: Ctx): void {
   app.post<{ Params: { ref: string } }>(
     '/v1/projects/:ref/outbox/enable',
     {
+      config: { access: 'project-owner' },
       preValidation: refuseBody,
       schema: {
         tags: ['outbox'],

@@ -1,11 +1,12 @@
-// The Management API: /v1/projects/{ref}/... for the project's owner. The owner guard
-// (src/http/owner-guard.ts) runs for every route in this scope before the body is even parsed:
-// 401 without a valid owner token, 404 project_not_found for a project that is not the caller's,
-// 402 when the plan lacks the route's config.feature; only then is the request validated (400).
+// The Management API: /v1/projects/{ref}/... for the project's owner. Every route declares
+// `config: { access: 'project-owner' }` (GET /v1/projects: 'owner'), and the guard of
+// src/http/access.ts decides on the matched route before the body is even parsed: 401 without a
+// valid owner token, 404 project_not_found for a project that is not the caller's, 402 when the
+// plan lacks the route's config.feature; only then is the request validated (400).
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { registerAudit } from './audit-routes.js';
-import { errorResponses, noQuery, owner, ownerGuard, refuseBody, timestamp } from '../http/index.js';
+import { errorResponses, noQuery, owner, refuseBody, timestamp } from '../http/index.js';
 import { registerProjectSettings } from './project-settings.js';
 import { projectUrl } from '../projects/index.js';
 import { registerSecrets } from './secrets.js';
@@ -14,15 +15,10 @@ import { registerWebhooks } from './webhooks.js';
 import { registerEndpoints } from './endpoints.js';
 
 export async function registerManagement(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const guard = ownerGuard(ctx);
-  // every /v1/ route of this scope; other URLs reaching the scope (404s) are not the guard's
-  app.addHook('onRequest', async (req, reply) => {
-    if (req.url.startsWith('/v1/')) await guard(req, reply);
-  });
-
   app.get(
     '/v1/projects',
     {
+      config: { access: 'owner' },
       preValidation: refuseBody,
       schema: {
         tags: ['projects'],

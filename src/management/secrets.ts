@@ -32,6 +32,7 @@ export function registerSecrets(app: FastifyInstance, ctx: Pick<AppContext, 'db'
   app.put<{ Params: { ref: string; name: string }; Body: { value: string } }>(
     '/v1/projects/:ref/secrets/:name',
     {
+      config: { access: 'project-owner' },
       bodyLimit: SECRET_BODY_LIMIT,
       schema: {
         ...tag,
@@ -67,6 +68,7 @@ export function registerSecrets(app: FastifyInstance, ctx: Pick<AppContext, 'db'
   app.get<{ Params: { ref: string } }>(
     '/v1/projects/:ref/secrets',
     {
+      config: { access: 'project-owner' },
       preValidation: refuseBody,
       schema: { ...tag, summary: 'Secret names and timestamps (never values)', params: refParams, querystring: noQuery, response: { 200: { type: 'array', items: meta }, ...errorResponses } },
     },
@@ -79,6 +81,7 @@ export function registerSecrets(app: FastifyInstance, ctx: Pick<AppContext, 'db'
   app.delete<{ Params: { ref: string; name: string } }>(
     '/v1/projects/:ref/secrets/:name',
     {
+      config: { access: 'project-owner' },
       preValidation: refuseBody,
       schema: { ...tag, summary: 'Delete a secret (204), or 404 secret_not_found', params: nameParams, querystring: noQuery, response: { 204: { type: 'null', description: 'deleted' }, ...errorResponses } },
     },

@@ -90,7 +90,7 @@ const SELECT = `select host, port, username, password_enc is not null as has_pas
 export function registerSmtp(app: FastifyInstance, ctx: Ctx): void {
   const allow = makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS);
   const route = { tags: ['smtp'], ...owner, params: refParams, querystring: noQuery };
-  const config = { feature: 'custom_smtp' as const };
+  const config = { access: 'project-owner' as const, feature: 'custom_smtp' as const };
 
   function checkHost(host: string): string {
     const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;

@@ -183,6 +183,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
   app.post<{ Params: { ref: string }; Body: Body }>(
     '/v1/projects/:ref/webhooks',
     {
+      config: { access: 'project-owner' },
       bodyLimit: MANAGEMENT_BODY_LIMIT,
       schema: { ...tag, summary: 'Create a webhook (a v1 webhook\'s response carries signing_secret, once)', params: refOnly, querystring: noQuery, body: createBody, response: { 201: withSecret, ...errorResponses } },
     },
@@ -225,7 +226,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
 
   app.get<{ Params: { ref: string } }>(
     '/v1/projects/:ref/webhooks',
-    { preValidation: refuseBody, schema: { ...tag, summary: "The project's webhooks (never their secrets)", params: refOnly, querystring: noQuery, response: { 200: { type: 'array', items: record }, ...errorResponses } } },
+    { config: { access: 'project-owner' }, preValidation: refuseBody, schema: { ...tag, summary: "The project's webhooks (never their secrets)", params: refOnly, querystring: noQuery, response: { 200: { type: 'array', items: record }, ...errorResponses } } },
     async (req) => {
       const rows = await listWebhooks(ctx.db, req.params.ref);
       const circuits = new Map((await endpointViews(ctx.db, req.params.ref)).map((v) => [v.endpoint, v]));
@@ -235,7 +236,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
 
   app.get<{ Params: { ref: string; id: string } }>(
     '/v1/projects/:ref/webhooks/:id',
-    { preValidation: refuseBody, schema: { ...tag, summary: 'One webhook', params: idParams, querystring: noQuery, response: { 200: record, ...errorResponses } } },
+    { config: { access: 'project-owner' }, preValidation: refuseBody, schema: { ...tag, summary: 'One webhook', params: idParams, querystring: noQuery, response: { 200: record, ...errorResponses } } },
     async (req) => {
       const w = await getWebhook(ctx.db, req.params.ref, req.params.id);
       if (!w) throw new ApiError('webhook_not_found');
@@ -246,6 +247,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
   app.patch<{ Params: { ref: string; id: string }; Body: Body }>(
     '/v1/projects/:ref/webhooks/:id',
     {
+      config: { access: 'project-owner' },
       bodyLimit: MANAGEMENT_BODY_LIMIT,
       schema: {
         ...tag,
@@ -313,7 +315,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
 
   app.delete<{ Params: { ref: string; id: string } }>(
     '/v1/projects/:ref/webhooks/:id',
-    { preValidation: refuseBody, schema: { ...tag, summary: 'Delete a webhook and its trigger', params: idParams, querystring: noQuery, response: { 204: { type: 'null', description: 'deleted' }, ...errorResponses } } },
+    { config: { access: 'project-owner' }, preValidation: refuseBody, schema: { ...tag, summary: 'Delete a webhook and its trigger', params: idParams, querystring: noQuery, response: { 204: { type: 'null', description: 'deleted' }, ...errorResponses } } },
     async (req, reply) => {
       const { ref: refName, id } = req.params;
       await withTransaction(ctx.db, async (c) => {

@@ -3,7 +3,7 @@
 // the endpoints cannot be used to probe which projects exist.
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
-import { projectUrl } from '../projects/index.js';
+import { PROJECT_REF, projectUrl } from '../projects/index.js';
 import { safeEqual } from '../lib/tokens.js';
 import type { AuthProject, SsoContext } from './types.js';
 
@@ -17,12 +17,32 @@ export async function loadAuthProject(ctx: Pick<SsoContext, 'db'>, ref: string):
   return r.rows[0] ?? null;
 }
 
-/** The `apikey` header (what supabase-js sends) must be the project's anon key. */
-export async function requireApiKey(ctx: Pick<SsoContext, 'db'>, req: FastifyRequest<{ Params: { ref: string } }>): Promise<AuthProject> {
-  const key = req.headers.apikey;
-  const project = await loadAuthProject(ctx, req.params.ref);
-  if (!project || typeof key !== 'string' || !safeEqual(key, project.anon_key)) throw new ApiError('invalid_api_key');
-  return project;
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** the project of an 'api-key' route, loaded by its guard (src/http/access.ts) */
+    authProject?: AuthProject;
+  }
+}
+
+/**
+ * The guard of every 'api-key' route: the `apikey` header (what supabase-js sends) must be the
+ * anon key of the project the route's :ref names. Runs before the body is parsed.
+ */
+export const apiKeyVerifier =
+  (ctx: Pick<SsoContext, 'db'>) =>
+  async (req: FastifyRequest): Promise<void> => {
+    const key = req.headers.apikey;
+    const ref = (req.params as { ref?: unknown } | undefined)?.ref;
+    // a ref that cannot exist (or holds a byte Postgres would refuse) is not looked up
+    const project = typeof ref === 'string' && PROJECT_REF.test(ref) ? await loadAuthProject(ctx, ref) : null;
+    if (!project || typeof key !== 'string' || !safeEqual(key, project.anon_key)) throw new ApiError('invalid_api_key');
+    req.authProject = project;
+  };
+
+/** The project the 'api-key' guard loaded for this request. */
+export function authProjectOf(req: FastifyRequest): AuthProject {
+  if (!req.authProject) throw new Error("the 'api-key' guard did not run for this route");
+  return req.authProject;
 }
 
 export const authBaseUrl = (ctx: Pick<SsoContext, 'cfg'>, ref: string) => `${projectUrl(ctx, ref)}/auth/v1`;

@@ -11,7 +11,7 @@ import type { RateLimit } from '../config.js';
 import { ApiError } from '../errors.js';
 import { refParams, TEXT } from '../http/index.js';
 import { bearerToken, jwks, verifyAccessToken } from './sessions/access-tokens.js';
-import { requireApiKey } from './auth-project.js';
+import { authProjectOf } from './auth-project.js';
 import { emailDomain, normalizeDomain } from './sign-in/domain-routing.js';
 import { deleteExpiredFlows, insertFlow, newFlowId } from './sign-in/flows.js';
 import { kindOf, kinds } from './providers/kinds.js';
@@ -61,14 +61,15 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
   // Browser apps on any origin call these endpoints with the anon key in a header (never cookies),
   // so CORS can allow every origin without credentials, as hosted auth services do.
   app.addHook('onSend', async (req, reply) => {
-    if (!req.url.startsWith('/projects/')) return;
+    // the routes of this scope (the router's match, whatever the spelling), not a 404 of another area
+    if (!req.routeOptions.url?.startsWith('/projects/')) return;
     reply.header('x-supabase-api-version', API_VERSION);
     reply.header('access-control-allow-origin', '*');
     reply.header('access-control-expose-headers', 'x-supabase-api-version, x-request-id');
   });
   app.options(
     '/projects/:ref/auth/v1/*',
-    { schema: { hide: true } },
+    { config: { access: 'public' }, schema: { hide: true } },
     async (_req, reply) =>
       reply
         .code(204)
@@ -84,7 +85,7 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
   app.post<{ Params: { ref: string }; Body: SsoBody }>(
     '/projects/:ref/auth/v1/sso',
     {
-      config: limited(ctx.cfg.AUTH_RATE_LIMIT_SSO),
+      config: { access: 'api-key', ...limited(ctx.cfg.AUTH_RATE_LIMIT_SSO) },
       schema: {
         tags: ['sso'],
         summary: 'Start an SSO sign-in (signInWithSSO)',
@@ -107,7 +108,7 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
       },
     },
     async (req, reply) => {
-      const project = await requireApiKey(ctx, req);
+      const project = authProjectOf(req);
       if (!project.features.includes('sso')) throw new ApiError('feature_not_in_plan', "The project's plan does not include SSO.");
       const b = req.body ?? {};
       const selectors = [b.provider_id, b.domain, b.email].filter((v) => v !== undefined);
@@ -147,7 +148,7 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
   app.post<{ Params: { ref: string }; Querystring: { grant_type: 'pkce' | 'refresh_token' }; Body: { auth_code?: string; code_verifier?: string; refresh_token?: string } }>(
     '/projects/:ref/auth/v1/token',
     {
-      config: limited(ctx.cfg.AUTH_RATE_LIMIT_TOKEN),
+      config: { access: 'api-key', ...limited(ctx.cfg.AUTH_RATE_LIMIT_TOKEN) },
       schema: {
         tags: ['sso'],
         summary: 'Exchange a sign-in code (grant_type=pkce) or a refresh token for a session',
@@ -166,7 +167,7 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
       },
     },
     async (req) => {
-      const project = await requireApiKey(ctx, req);
+      const project = authProjectOf(req);
       const b = req.body ?? {};
       if (req.query.grant_type === 'pkce') {
         if (!b.auth_code || !b.code_verifier) throw new ApiError('validation_failed', 'auth_code and code_verifier are required.');
@@ -179,9 +180,9 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
 
   app.get<{ Params: { ref: string } }>(
     '/projects/:ref/auth/v1/user',
-    { schema: { tags: ['sso'], summary: 'The signed-in user (Authorization: Bearer <access token>)', security, params } },
+    { config: { access: 'api-key' }, schema: { tags: ['sso'], summary: 'The signed-in user (Authorization: Bearer <access token>)', security, params } },
     async (req) => {
-      const project = await requireApiKey(ctx, req);
+      const project = authProjectOf(req);
       const claims = await verifyAccessToken(ctx, project, bearerToken(req.headers.authorization));
       await requireLiveSession(ctx, project, claims.session_id, claims.sub);
       const user = await loadUser(ctx.db, project.ref, claims.sub);
@@ -193,6 +194,7 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
   app.post<{ Params: { ref: string }; Querystring: { scope?: 'global' | 'local' | 'others' } }>(
     '/projects/:ref/auth/v1/logout',
     {
+      config: { access: 'api-key' },
       schema: {
         tags: ['sso'],
         summary: "Sign out: this session (local), the user's other sessions (others) or all of them (global, default)",
@@ -202,7 +204,7 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
       },
     },
     async (req, reply) => {
-      const project = await requireApiKey(ctx, req);
+      const project = authProjectOf(req);
       const claims = await verifyAccessToken(ctx, project, bearerToken(req.headers.authorization));
       await signOut(ctx, project, claims.session_id, claims.sub, req.query.scope ?? 'global');
       return reply.code(204).send();
@@ -211,9 +213,9 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
 
   app.get<{ Params: { ref: string } }>(
     '/projects/:ref/auth/v1/.well-known/jwks.json',
-    { schema: { tags: ['sso'], summary: "The project's access-token signing keys (JWKS)", security, params } },
+    { config: { access: 'api-key' }, schema: { tags: ['sso'], summary: "The project's access-token signing keys (JWKS)", security, params } },
     async (req, reply) => {
-      const project = await requireApiKey(ctx, req);
+      const project = authProjectOf(req);
       // short: after a key rotation the new key signs at once, and a cache in between must not hide
       // it for long (clients such as auth-js also refetch when they meet an unknown kid)
       reply.header('cache-control', 'public, max-age=60');

@@ -9,13 +9,15 @@
 // (sessions/). providers/ and users/ are the owner's routes. setup/ is the self-serve set-up by a
 // customer's IT admin through a setup link: its page's API and a test sign-in mode of the flows.
 import type { FastifyInstance } from 'fastify';
+import type { AccessVerifiers } from '../http/index.js';
 import type { SsoContext } from './types.js';
 import { registerAuthApi } from './auth-routes.js';
 import { registerProviderRoutes } from './providers/routes.js';
 import { registerSigningKeyRoutes } from './sessions/signing-keys.js';
 import { registerUserRoutes } from './users/routes.js';
 import { registerSetupLinkOwnerRoutes } from './setup/owner-routes.js';
-import { registerSetupPageRoutes } from './setup/page-routes.js';
+import { registerSetupPageRoutes, setupLinkVerifier } from './setup/page-routes.js';
+import { apiKeyVerifier } from './auth-project.js';
 
 export async function registerSso(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   await registerProviderRoutes(app, ctx);
@@ -27,6 +29,11 @@ export async function registerSso(app: FastifyInstance, ctx: SsoContext): Promis
   // its own scope: the public auth API's lenient JSON parser (auth-js posts an empty JSON body to
   // /logout) must not reach the owner's Management API routes, which refuse malformed JSON
   await app.register(async (scope) => registerAuthApi(scope, ctx));
+}
+
+/** The checks of the callers this area knows: a project's API key, a setup link's holder (src/http/access.ts). */
+export function ssoAccessVerifiers(ctx: SsoContext): AccessVerifiers {
+  return { 'api-key': apiKeyVerifier(ctx), 'setup-link': setupLinkVerifier(ctx) };
 }
 
 export { completeSignIn, failureRedirect } from './sign-in/complete.js';

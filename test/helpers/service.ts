@@ -7,7 +7,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { closeContext, createContext } from '../../src/app.js';
 import type { AppContext } from '../../src/context.js';
 import { buildServer } from '../../src/http/server.js';
-import { registerRoutes } from '../../src/routes.js';
+import { accessVerifiers, registerRoutes } from '../../src/routes.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { createProject, issueOwnerToken, type Plan } from '../../src/projects/projects.js';
@@ -75,7 +75,7 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
   } as NodeJS.ProcessEnv);
   const log = createLogger(cfg.LOG_LEVEL);
   const ctx = await createContext(cfg, log, { databaseUrl: controlUrl, adminDatabaseUrl: s.adminDatabaseUrl, kafkaBrokers: s.kafkaBrokers, connectUrl: s.connectUrl });
-  const app = await buildServer({ logger: log, publicUrl: cfg.publicUrl, trustProxy: cfg.TRUST_PROXY });
+  const app = await buildServer({ logger: log, publicUrl: cfg.publicUrl, trustProxy: cfg.TRUST_PROXY, access: accessVerifiers(ctx) });
   await registerRoutes(app, ctx);
   await app.listen({ host: '127.0.0.1', port });
   const workers = await startWorkers(ctx, cfg.ROLES);

@@ -7,7 +7,7 @@ import { sendEmailMessage } from '../../src/delivery/channels/email.js';
 import { devMailSinkEnabled, startDevMailSink, type DevMailSink } from '../../src/email/dev-sink.js';
 import { closeEmailTransports } from '../../src/email/transport.js';
 import { buildServer } from '../../src/http/server.js';
-import { registerRoutes } from '../../src/routes.js';
+import { accessVerifiers, registerRoutes } from '../../src/routes.js';
 import { freePort, startTestService, type TestService } from '../helpers/service.js';
 
 describe('development mail sink', () => {
@@ -77,7 +77,7 @@ describe('development mail sink', () => {
     expect(devMailSinkEnabled(cfg)).toBe(false);
     const prod = { ...svc.ctx, cfg } as AppContext;
     expect(await startDevMailSink(prod)).toBeNull();
-    const app = await buildServer({ logger: svc.ctx.log, publicUrl: cfg.publicUrl });
+    const app = await buildServer({ logger: svc.ctx.log, publicUrl: cfg.publicUrl, access: accessVerifiers(svc.ctx) });
     try {
       await registerRoutes(app, prod);
       const res = await app.inject({ method: 'GET', url: '/dev/mail' });

@@ -74,6 +74,8 @@ export function registerOidcCallback(app: FastifyInstance, ctx: SsoContext): voi
   app.get<{ Params: { ref: string }; Querystring: Record<string, string> }>(
     '/projects/:ref/auth/v1/sso/oidc/callback',
     {
+      // the sign-in flow's state (single use, hashed) and the IdP's signed ID token are the credential
+      config: { access: 'public' },
       schema: {
         tags: ['sso'],
         summary: 'OIDC redirect URI (the IdP sends the browser here)',

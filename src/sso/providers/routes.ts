@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { withTransaction } from '../../db/index.js';
 import { recordAudit } from '../../projects/index.js';
-import { errorSchema, guardedProject, MULTILINE_TEXT, noQuery, ownerGuard, refParams, TEXT } from '../../http/index.js';
+import { errorSchema, guardedProject, MULTILINE_TEXT, noQuery, refParams, TEXT } from '../../http/index.js';
 import { attributeMappingSchema } from '../sign-in/attribute-mapping.js';
 import { providerDeleted } from './audit.js';
 import { kindOf } from './kinds.js';
@@ -83,12 +83,11 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
   const base = '/v1/projects/:ref/auth/providers';
   // no query parameters unless a route declares its own (the users list does)
   const common = { tags: ['sso'], security: [{ ownerToken: [] }] , querystring: noQuery };
-  const onRequest = ownerGuard(ctx, 'sso');
   const errors = { 400: errorSchema, 401: errorSchema, 402: errorSchema, 404: errorSchema };
 
   app.post<{ Params: { ref: string }; Body: ProviderInput & { kind: ProviderRow['kind']; name: string; domains: string[] } }>(
     `${base}/sso`,
-    { onRequest, schema: { ...common, summary: 'Create an SSO provider', params: refParams, body: createBody, response: { 201: providerResponse, 409: errorSchema, ...errors } } },
+    { config: { access: 'project-owner', feature: 'sso' }, schema: { ...common, summary: 'Create an SSO provider', params: refParams, body: createBody, response: { 201: providerResponse, 409: errorSchema, ...errors } } },
     async (req, reply) => {
       const project = guardedProject(req);
       const id = randomUUID();
@@ -100,7 +99,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
 
   app.get<{ Params: { ref: string } }>(
     `${base}/sso`,
-    { onRequest, schema: { ...common, summary: "The project's SSO providers", params: refParams } },
+    { config: { access: 'project-owner', feature: 'sso' }, schema: { ...common, summary: "The project's SSO providers", params: refParams } },
     async (req) => {
       const project = guardedProject(req);
       return { items: (await listProviders(ctx.db, project.ref)).map((p) => presentProvider(ctx, p)) };
@@ -109,7 +108,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
 
   app.get<{ Params: { ref: string; id: string } }>(
     `${base}/sso/:id`,
-    { onRequest, schema: { ...common, summary: 'One SSO provider', params: idParams, response: { 200: providerResponse, ...errors } } },
+    { config: { access: 'project-owner', feature: 'sso' }, schema: { ...common, summary: 'One SSO provider', params: idParams, response: { 200: providerResponse, ...errors } } },
     async (req) => {
       const project = guardedProject(req);
       return presentProvider(ctx, await mustGet(ctx, project.ref, req.params.id));
@@ -118,7 +117,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
 
   app.patch<{ Params: { ref: string; id: string }; Body: ProviderInput }>(
     `${base}/sso/:id`,
-    { onRequest, schema: { ...common, summary: 'Change an SSO provider (enable/disable, fields, refresh_metadata)', params: idParams, body: patchBody, response: { 200: providerResponse, 409: errorSchema, ...errors } } },
+    { config: { access: 'project-owner', feature: 'sso' }, schema: { ...common, summary: 'Change an SSO provider (enable/disable, fields, refresh_metadata)', params: idParams, body: patchBody, response: { 200: providerResponse, 409: errorSchema, ...errors } } },
     async (req) => {
       const project = guardedProject(req);
       const existing = await mustGet(ctx, project.ref, req.params.id);
@@ -130,7 +129,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
 
   app.delete<{ Params: { ref: string; id: string } }>(
     `${base}/sso/:id`,
-    { onRequest, schema: { ...common, summary: 'Delete an SSO provider (its identities go with it; users stay)', params: idParams, response: { 200: providerResponse, ...errors } } },
+    { config: { access: 'project-owner', feature: 'sso' }, schema: { ...common, summary: 'Delete an SSO provider (its identities go with it; users stay)', params: idParams, response: { 200: providerResponse, ...errors } } },
     async (req) => {
       const project = guardedProject(req);
       const existing = await mustGet(ctx, project.ref, req.params.id);
@@ -145,7 +144,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
 
   app.post<{ Params: { ref: string; id: string } }>(
     `${base}/:id/test`,
-    { onRequest, schema: { ...common, summary: 'Re-run OIDC discovery or the SAML metadata download; changes nothing', params: idParams } },
+    { config: { access: 'project-owner', feature: 'sso' }, schema: { ...common, summary: 'Re-run OIDC discovery or the SAML metadata download; changes nothing', params: idParams } },
     async (req) => {
       const project = guardedProject(req);
       const p = await mustGet(ctx, project.ref, req.params.id);

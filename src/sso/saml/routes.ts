@@ -30,7 +30,7 @@ interface AcsBody {
 export function registerSamlRoutes(app: FastifyInstance, ctx: SsoContext): void {
   app.get<{ Params: { ref: string; providerId: string } }>(
     '/projects/:ref/auth/v1/sso/saml/metadata/:providerId',
-    { schema: { tags: ['sso'], summary: "A SAML provider's SP metadata, for the IdP admin (its URL is also the SP entity ID)", params } },
+    { config: { access: 'public' }, schema: { tags: ['sso'], summary: "A SAML provider's SP metadata, for the IdP admin (its URL is also the SP entity ID)", params } },
     async (req, reply) => {
       const provider = await getProvider(ctx.db, req.params.ref, req.params.providerId);
       // A setup link reserves its provider's id, so the IdP admin can import our metadata before
@@ -48,6 +48,8 @@ export function registerSamlRoutes(app: FastifyInstance, ctx: SsoContext): void 
     scope.post<{ Params: { ref: string; providerId: string }; Body: AcsBody }>(
       '/projects/:ref/auth/v1/sso/saml/acs/:providerId',
       {
+        // the IdP's signed answer is the credential, checked by the handler (saml/acs.ts)
+        config: { access: 'public' },
         bodyLimit: ACS_BODY_LIMIT,
         // A malformed POST still ends in a redirect with invalid_saml_response, not a JSON 400 the
         // user would be left looking at: the handler reads the validation result itself.

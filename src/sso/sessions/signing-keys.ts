@@ -12,7 +12,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { JWK } from 'jose';
 import { withTransaction } from '../../db/index.js';
-import { errorSchema, noQuery, ownerGuard, refParams, refuseBody } from '../../http/index.js';
+import { errorSchema, noQuery, refParams, refuseBody } from '../../http/index.js';
 import { newSigningKey, recordAudit } from '../../projects/index.js';
 import type { AuthProject, PreviousKey, SsoContext } from '../types.js';
 
@@ -75,19 +75,18 @@ async function listKeys(ctx: SsoContext, ref: string) {
 export async function registerSigningKeyRoutes(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   const base = '/v1/projects/:ref/auth/signing-keys';
   const common = { tags: ['auth'], security: [{ ownerToken: [] }] };
-  const onRequest = ownerGuard(ctx);
   const errors = { 401: errorSchema, 404: errorSchema };
 
   app.get<{ Params: { ref: string } }>(
     base,
-    { onRequest, preValidation: refuseBody, schema: { ...common, summary: "The project's access-token signing keys (public parts only)", params: refParams, querystring: noQuery, response: { 200: keysView, ...errors } } },
+    { config: { access: 'project-owner' }, preValidation: refuseBody, schema: { ...common, summary: "The project's access-token signing keys (public parts only)", params: refParams, querystring: noQuery, response: { 200: keysView, ...errors } } },
     async (req) => listKeys(ctx, req.params.ref),
   );
 
   app.post<{ Params: { ref: string } }>(
     `${base}/rotate`,
     {
-      onRequest,
+      config: { access: 'project-owner' },
       preValidation: refuseBody,
       schema: {
         ...common,

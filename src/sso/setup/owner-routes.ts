@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { withTransaction } from '../../db/index.js';
 import { ApiError } from '../../errors.js';
-import { errorSchema, guardedProject, noQuery, ownerGuard, refParams, TEXT } from '../../http/index.js';
+import { errorSchema, guardedProject, noQuery, refParams, TEXT } from '../../http/index.js';
 import { recordAudit } from '../../projects/index.js';
 import { normalizeDomains } from '../providers/save.js';
 import { deleteProvider, getProvider } from '../providers/store.js';
@@ -106,12 +106,11 @@ const idParams = { type: 'object', required: ['ref', 'id'], properties: { ...ref
 export async function registerSetupLinkOwnerRoutes(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   const base = '/v1/projects/:ref/auth/sso/setup-links';
   const common = { tags: ['sso'], security: [{ ownerToken: [] }], querystring: noQuery };
-  const onRequest = ownerGuard(ctx, 'sso');
   const errors = { 400: errorSchema, 401: errorSchema, 402: errorSchema, 404: errorSchema };
 
   app.post<{ Params: { ref: string }; Body: { domains: string[]; kind: LinkKind; expires_in_days: number } }>(
     base,
-    { onRequest, schema: { ...common, summary: "Make an SSO setup link for a customer's IT admin (shown once)", params: refParams, body: createBody, response: { 201: createdSchema, 409: errorSchema, ...errors } } },
+    { config: { access: 'project-owner', feature: 'sso' }, schema: { ...common, summary: "Make an SSO setup link for a customer's IT admin (shown once)", params: refParams, body: createBody, response: { 201: createdSchema, 409: errorSchema, ...errors } } },
     async (req, reply) => {
       const project = guardedProject(req);
       const domains = normalizeDomains(req.body.domains);
@@ -137,13 +136,13 @@ export async function registerSetupLinkOwnerRoutes(app: FastifyInstance, ctx: Ss
 
   app.get<{ Params: { ref: string } }>(
     base,
-    { onRequest, schema: { ...common, summary: "The project's SSO setup links (never their secret)", params: refParams, response: { 200: { type: 'object', properties: { items: { type: 'array', items: linkSchema } } }, ...errors } } },
+    { config: { access: 'project-owner', feature: 'sso' }, schema: { ...common, summary: "The project's SSO setup links (never their secret)", params: refParams, response: { 200: { type: 'object', properties: { items: { type: 'array', items: linkSchema } } }, ...errors } } },
     async (req) => ({ items: (await listLinks(ctx.db, guardedProject(req).ref)).map(presentLink) }),
   );
 
   app.delete<{ Params: { ref: string; id: string } }>(
     `${base}/:id`,
-    { onRequest, schema: { ...common, summary: 'Revoke an SSO setup link (a provider it set up but did not activate is deleted)', params: idParams, response: { 200: linkSchema, ...errors } } },
+    { config: { access: 'project-owner', feature: 'sso' }, schema: { ...common, summary: 'Revoke an SSO setup link (a provider it set up but did not activate is deleted)', params: idParams, response: { 200: linkSchema, ...errors } } },
     async (req) => {
       const project = guardedProject(req);
       const link = await linkById(ctx.db, project.ref, req.params.id);

@@ -37,7 +37,29 @@ const GONE: Record<string, string> = {
   used: 'This setup link was already used: the provider it set up is active. Ask the owner of the service for a new link to change it.',
 };
 
-/** The link named by the bearer secret, usable now; else 404 (unknown) or 410 (expired, revoked, used). */
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** the link of a 'setup-link' route and its project, loaded by its guard (src/http/access.ts) */
+    setupLink?: { link: LinkRow; project: AuthProject };
+  }
+}
+
+/**
+ * The guard of every 'setup-link' route: the link named by the bearer secret, usable now; else 404
+ * (unknown) or 410 (expired, revoked, used). Runs before the body is parsed.
+ */
+export const setupLinkVerifier =
+  (ctx: SsoContext) =>
+  async (req: FastifyRequest): Promise<void> => {
+    req.setupLink = await requireLink(ctx, req);
+  };
+
+/** The link the 'setup-link' guard loaded for this request. */
+function setupLinkOf(req: FastifyRequest): { link: LinkRow; project: AuthProject } {
+  if (!req.setupLink) throw new Error("the 'setup-link' guard did not run for this route");
+  return req.setupLink;
+}
+
 async function requireLink(ctx: SsoContext, req: FastifyRequest): Promise<{ link: LinkRow; project: AuthProject }> {
   const h = req.headers.authorization;
   const m = typeof h === 'string' ? /^Bearer\s+(\S{1,128})$/i.exec(h.trim()) : null;
@@ -123,7 +145,7 @@ type SaveBody = Pick<ProviderInput, 'name' | 'issuer' | 'client_id' | 'client_se
 
 export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   // per client address, like the public auth endpoints (a link's secret cannot be guessed anyway)
-  const config: FastifyContextConfig = limited(ctx.cfg.SSO_SETUP_RATE_LIMIT);
+  const config: FastifyContextConfig = { access: 'setup-link', ...limited(ctx.cfg.SSO_SETUP_RATE_LIMIT) };
   const security = [{ setupLink: [] }];
   const common = { tags: ['sso-setup'], security };
   const errors = { 400: errorSchema, 404: errorSchema, 410: errorSchema, 429: errorSchema };
@@ -131,11 +153,11 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
   app.removeContentTypeParser('text/plain');
   // no cache anywhere: these answers are for the link holder only
   app.addHook('onSend', async (req, reply) => {
-    if (req.url.startsWith('/v1/sso-setup')) reply.header('cache-control', 'no-store');
+    if (req.routeOptions.config?.access === 'setup-link') reply.header('cache-control', 'no-store');
   });
 
   app.get('/v1/sso-setup', { config, schema: { ...common, summary: 'The setup link: what to enter at the IdP, the provider so far, the last test', response: errors } }, async (req) => {
-    const { link, project } = await requireLink(ctx, req);
+    const { link, project } = setupLinkOf(req);
     const provider = await draftOf(ctx, link);
     const last = await latestTest(ctx, link.id);
     return {
@@ -152,7 +174,7 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
     '/v1/sso-setup/provider',
     { config, schema: { ...common, summary: "Save the IdP side of the link's provider (a draft until activated)", body: saveBody, response: { ...errors, 409: errorSchema } } },
     async (req) => {
-      const { link } = await requireLink(ctx, req);
+      const { link } = setupLinkOf(req);
       const b = req.body;
       if (link.kind !== 'any' && link.kind !== b.kind) throw new ApiError('validation_failed', `This setup link is for a ${link.kind.toUpperCase()} provider.`);
       const audit = linkAudit(req, link);
@@ -185,7 +207,7 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
   );
 
   app.post('/v1/sso-setup/test', { config, schema: { ...common, summary: 'Start a test sign-in against the draft provider; answers the IdP URL to open', response: errors } }, async (req) => {
-    const { link, project } = await requireLink(ctx, req);
+    const { link, project } = setupLinkOf(req);
     const provider = await draftOf(ctx, link);
     if (!provider) throw new ApiError('validation_failed', 'Save the identity provider settings first.');
     const flowId = newFlowId();
@@ -213,7 +235,7 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
     '/v1/sso-setup/tests/:id',
     { config, schema: { ...common, summary: 'What a test sign-in found', params: { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 64 } } }, response: errors } },
     async (req) => {
-      const { link } = await requireLink(ctx, req);
+      const { link } = setupLinkOf(req);
       const t = await getTest(ctx, link.id, req.params.id);
       if (!t) throw new ApiError('not_found', 'No such test sign-in for this link.');
       const provider = await draftOf(ctx, link);
@@ -222,7 +244,7 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
   );
 
   app.post('/v1/sso-setup/activate', { config, schema: { ...common, summary: 'Activate the provider (needs a passing test of its current settings)', response: { ...errors, 409: errorSchema } } }, async (req) => {
-    const { link } = await requireLink(ctx, req);
+    const { link } = setupLinkOf(req);
     const provider = await draftOf(ctx, link);
     const last = await latestTest(ctx, link.id);
     if (!provider || !testCovers(last, provider)) throw new ApiError('sso_setup_test_required');

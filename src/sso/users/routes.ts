@@ -8,7 +8,7 @@ import { parseDuration } from '../../config.js';
 import { withTransaction } from '../../db/index.js';
 import { ApiError } from '../../errors.js';
 import { recordAudit } from '../../projects/index.js';
-import { assertStorableJson, errorSchema, guardedProject, noQuery, ownerGuard, refParams, TEXT } from '../../http/index.js';
+import { assertStorableJson, errorSchema, guardedProject, noQuery, refParams, TEXT } from '../../http/index.js';
 import { emailDomain } from '../sign-in/domain-routing.js';
 import { isUuid } from '../providers/store.js';
 import type { SsoContext } from '../types.js';
@@ -36,12 +36,11 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
   const base = '/v1/projects/:ref/auth/users';
   // no query parameters unless a route declares its own (the users list does)
   const common = { tags: ['users'], security: [{ ownerToken: [] }] , querystring: noQuery };
-  const onRequest = ownerGuard(ctx);
 
   app.get<{ Params: { ref: string }; Querystring: { page?: string; per_page?: string } }>(
     base,
     {
-      onRequest,
+      config: { access: 'project-owner' },
       schema: {
         ...common,
         summary: "The project's users, oldest first",
@@ -68,7 +67,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
 
   app.get<{ Params: { ref: string; id: string } }>(
     `${base}/:id`,
-    { onRequest, schema: { ...common, summary: 'One user with their identities', params: idParams } },
+    { config: { access: 'project-owner' }, schema: { ...common, summary: 'One user with their identities', params: idParams } },
     async (req) => {
       const project = guardedProject(req);
       const user = await loadUser(ctx.db, project.ref, req.params.id);
@@ -80,7 +79,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
   app.post<{ Params: { ref: string }; Body: { email: string; email_confirm?: boolean; user_metadata?: Record<string, unknown>; app_metadata?: Record<string, unknown> } }>(
     base,
     {
-      onRequest,
+      config: { access: 'project-owner' },
       schema: {
         ...common,
         summary: 'Create a user (email_confirm: true marks the email verified)',
@@ -132,7 +131,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
   app.patch<{ Params: { ref: string; id: string }; Body: { ban_duration?: string; email_confirm?: boolean } }>(
     `${base}/:id`,
     {
-      onRequest,
+      config: { access: 'project-owner' },
       schema: {
         ...common,
         summary: 'Ban (ban_duration: "24h"), unban (ban_duration: "none") or confirm the email of a user',
@@ -171,7 +170,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
 
   app.delete<{ Params: { ref: string; id: string } }>(
     `${base}/:id`,
-    { onRequest, schema: { ...common, summary: 'Delete a user, their identities and sessions', params: idParams } },
+    { config: { access: 'project-owner' }, schema: { ...common, summary: 'Delete a user, their identities and sessions', params: idParams } },
     async (req, reply) => {
       const project = guardedProject(req);
       await withTransaction(ctx.db, async (c) => {
