@@ -8,7 +8,7 @@
 // unquoted. Plain identifiers in SQL fold to lower case, so `Public.OnDone` names public.ondone —
 // the same function the caller would reach by writing the name unquoted.
 import pg from 'pg';
-import type { Pool } from '../../db/index.js';
+import { withTransaction, type Pool } from '../../db/index.js';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
 
@@ -32,18 +32,16 @@ export interface CallbackPayload {
 export async function callCallback(pool: Pool, name: string, payload: CallbackPayload, timeoutMs: number): Promise<void> {
   const sql = callbackStatement(name);
   if (!sql) throw new Error(`callback_function "${name}" is not schema.function`);
-  const client = await pool.connect();
   try {
-    await client.query('begin');
-    await client.query(`set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
-    await client.query('set local role base_callback');
-    await client.query(sql, [JSON.stringify(payload)]);
-    await client.query('commit');
+    // withTransaction closes a connection whose rollback failed instead of pooling it (it could
+    // still be inside the transaction, as role base_callback)
+    await withTransaction(pool, async (client) => {
+      await client.query(`set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+      await client.query('set local role base_callback');
+      await client.query(sql, [JSON.stringify(payload)]);
+    });
   } catch (err) {
-    await client.query('rollback').catch(() => {});
     throw new Error(describe(err, name));
-  } finally {
-    client.release();
   }
 }
 

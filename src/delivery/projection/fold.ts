@@ -14,7 +14,7 @@
 //     replayed, duplicated, a rebuild beside the live projector) ends in the same rows;
 //   - every timestamp comes from the event, never from now(), so a rebuild is identical.
 // created_at of a delivery is the message's first enqueue time: the listing's "newest first".
-import type { Pool, PoolClient } from '../../db/index.js';
+import { withTransaction, type Pool, type PoolClient } from '../../db/index.js';
 import { applyCallbackEvents } from './fold-callbacks.js';
 import type { DeliveryEvent } from '../events.js';
 
@@ -157,66 +157,64 @@ const KEPT_WHILE_PENDING = ['last_http_status', 'last_smtp_code', 'last_error', 
  * UPDATE of every row: two heap writes per delivery, and the most expensive statement of the
  * control database (docs/benchmark.md, tuning log).
  */
-export async function applyEvents(db: Pool | PoolClient, events: DeliveryEvent[]): Promise<void> {
+export async function applyEvents(db: Pool, events: DeliveryEvent[]): Promise<void> {
   if (events.length === 0) return;
   const { rows, attempts } = fold(events);
-  const hasCallbacks = events.some((e) => e.type === 'CallbackInvoked');
-  const client = 'release' in db ? db : await (db as Pool).connect();
-  try {
-    if (hasCallbacks) await client.query('begin');
-    if (rows.length > 0) {
-      const forward = `${positionSql('d')} < ${positionSql('excluded')}`;
-      const moved = MOVED.map((c) => `${c} = case when ${forward} then excluded.${c} else d.${c} end`);
-      const kept = KEPT_WHILE_PENDING.map((c) => `${c} = case when ${forward} and excluded.attempts <> 0 then excluded.${c} else d.${c} end`);
-      await client.query({
-        // named: parsed and planned once per connection
-        name: 'projection-apply',
-        text: `with fresh as (
-           insert into delivery_attempts as a (delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, started_at, finished_at)
-           select delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, ${ts('started_at')}, ${ts('finished_at')}
-             from jsonb_to_recordset($1::jsonb) as x(delivery_id uuid, run int, attempt int, outcome text, http_status int, smtp_code int, error text,
-                                                    response_body text, duration_ms int, started_at bigint, finished_at bigint)
-           on conflict (delivery_id, run, attempt) do update set
-             outcome = excluded.outcome, http_status = excluded.http_status, smtp_code = excluded.smtp_code, error = excluded.error,
-             response_body = excluded.response_body, duration_ms = excluded.duration_ms, started_at = excluded.started_at,
-             finished_at = excluded.finished_at
-           where ${attemptPositionSql('a')} < ${attemptPositionSql('excluded')}
-           returning a.delivery_id, (a.xmax = 0) as inserted
-         ), added as (
-           select delivery_id, count(*)::int as n from fresh where inserted group by delivery_id
-         )
-         insert into deliveries as d (id, project_ref, kind, webhook_id, target, method, status, run, attempts, total_attempts, last_http_status, last_smtp_code,
-                                      last_error, last_response_body, callback_function, message_created_at, next_attempt_at, delivered_at,
-                                      created_at, updated_at)
-         select x.id, project_ref, kind, webhook_id, target, method, status, run, attempts, coalesce(added.n, 0), last_http_status, last_smtp_code,
-                last_error, last_response_body, callback_function, ${tsMicros('message_created_at')}, ${ts('next_attempt_at')}, ${ts('delivered_at')},
-                ${tsMicros('message_created_at')}, ${ts('updated_at')}
-           from jsonb_to_recordset($2::jsonb) as x(id uuid, project_ref text, kind text, webhook_id uuid, target text, method text, status text,
-                                                  run int, attempts int, last_http_status int, last_smtp_code int, last_error text,
-                                                  last_response_body text, callback_function text, message_created_at bigint,
-                                                  next_attempt_at bigint, delivered_at bigint, updated_at bigint)
-           left join added on added.delivery_id = x.id
-          -- one lock order for every writer (fold sorts by id; a hash join would not keep it)
-          order by x.id
-         on conflict (id) do update set
-           ${moved.join(',\n           ')},
-           webhook_id = case when ${forward} then coalesce(excluded.webhook_id, d.webhook_id) else d.webhook_id end,
-           -- a new run starts pending but keeps showing how the previous one ended
-           ${kept.join(',\n           ')},
-           delivered_at = case when ${forward} then coalesce(excluded.delivered_at, d.delivered_at) else d.delivered_at end,
-           total_attempts = d.total_attempts + excluded.total_attempts
-         where ${forward} or excluded.total_attempts > 0`,
-        values: [JSON.stringify(attempts), JSON.stringify(rows)],
-      });
-    }
-    if (hasCallbacks) {
-      await applyCallbackEvents(client, events);
-      await client.query('commit');
-    }
-  } catch (e) {
-    if (hasCallbacks) await client.query('rollback').catch(() => {});
-    throw e;
-  } finally {
-    if (client !== db) (client as PoolClient).release();
+  // callback events and the rows they belong to are written together; rows alone are one statement
+  if (events.some((e) => e.type === 'CallbackInvoked')) {
+    await withTransaction(db, async (c) => {
+      await writeRows(c, rows, attempts);
+      await applyCallbackEvents(c, events);
+    });
+  } else {
+    await writeRows(db, rows, attempts);
+  }
+}
+
+async function writeRows(client: Pool | PoolClient, rows: ReturnType<typeof fold>['rows'], attempts: ReturnType<typeof fold>['attempts']): Promise<void> {
+  if (rows.length > 0) {
+    const forward = `${positionSql('d')} < ${positionSql('excluded')}`;
+    const moved = MOVED.map((c) => `${c} = case when ${forward} then excluded.${c} else d.${c} end`);
+    const kept = KEPT_WHILE_PENDING.map((c) => `${c} = case when ${forward} and excluded.attempts <> 0 then excluded.${c} else d.${c} end`);
+    await client.query({
+      // named: parsed and planned once per connection
+      name: 'projection-apply',
+      text: `with fresh as (
+         insert into delivery_attempts as a (delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, started_at, finished_at)
+         select delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, ${ts('started_at')}, ${ts('finished_at')}
+           from jsonb_to_recordset($1::jsonb) as x(delivery_id uuid, run int, attempt int, outcome text, http_status int, smtp_code int, error text,
+                                                  response_body text, duration_ms int, started_at bigint, finished_at bigint)
+         on conflict (delivery_id, run, attempt) do update set
+           outcome = excluded.outcome, http_status = excluded.http_status, smtp_code = excluded.smtp_code, error = excluded.error,
+           response_body = excluded.response_body, duration_ms = excluded.duration_ms, started_at = excluded.started_at,
+           finished_at = excluded.finished_at
+         where ${attemptPositionSql('a')} < ${attemptPositionSql('excluded')}
+         returning a.delivery_id, (a.xmax = 0) as inserted
+       ), added as (
+         select delivery_id, count(*)::int as n from fresh where inserted group by delivery_id
+       )
+       insert into deliveries as d (id, project_ref, kind, webhook_id, target, method, status, run, attempts, total_attempts, last_http_status, last_smtp_code,
+                                    last_error, last_response_body, callback_function, message_created_at, next_attempt_at, delivered_at,
+                                    created_at, updated_at)
+       select x.id, project_ref, kind, webhook_id, target, method, status, run, attempts, coalesce(added.n, 0), last_http_status, last_smtp_code,
+              last_error, last_response_body, callback_function, ${tsMicros('message_created_at')}, ${ts('next_attempt_at')}, ${ts('delivered_at')},
+              ${tsMicros('message_created_at')}, ${ts('updated_at')}
+         from jsonb_to_recordset($2::jsonb) as x(id uuid, project_ref text, kind text, webhook_id uuid, target text, method text, status text,
+                                                run int, attempts int, last_http_status int, last_smtp_code int, last_error text,
+                                                last_response_body text, callback_function text, message_created_at bigint,
+                                                next_attempt_at bigint, delivered_at bigint, updated_at bigint)
+         left join added on added.delivery_id = x.id
+        -- one lock order for every writer (fold sorts by id; a hash join would not keep it)
+        order by x.id
+       on conflict (id) do update set
+         ${moved.join(',\n           ')},
+         webhook_id = case when ${forward} then coalesce(excluded.webhook_id, d.webhook_id) else d.webhook_id end,
+         -- a new run starts pending but keeps showing how the previous one ended
+         ${kept.join(',\n           ')},
+         delivered_at = case when ${forward} then coalesce(excluded.delivered_at, d.delivered_at) else d.delivered_at end,
+         total_attempts = d.total_attempts + excluded.total_attempts
+       where ${forward} or excluded.total_attempts > 0`,
+      values: [JSON.stringify(attempts), JSON.stringify(rows)],
+    });
   }
 }

@@ -5,6 +5,7 @@
 import DataLoader from 'dataloader';
 import { groupTimeouts } from '../../kafka/index.js';
 import type { AppContext } from '../../context.js';
+import { withTransaction } from '../../db/index.js';
 import { decodeEvent, type DeliveryEvent } from '../events.js';
 import { logFatal, reportCrashes, type OnFatal } from '../worker.js';
 import { PeriodicCommitter, subscribeAll } from '../consume/offsets.js';
@@ -92,19 +93,11 @@ export async function rebuildDeliveries(ctx: AppContext, opts: { project?: strin
     // The live projector writes both tables in one statement, counting new attempts into
     // deliveries.total_attempts: it is kept out while both deletes run, or an attempt counted
     // between them would survive the first delete and lose its count in the replay.
-    const c = await ctx.db.connect();
-    try {
-      await c.query('begin');
+    await withTransaction(ctx.db, async (c) => {
       await c.query('lock table deliveries in share row exclusive mode');
       await c.query(`delete from delivery_attempts where delivery_id in (select id from deliveries ${where})`, params);
       await c.query(`delete from deliveries ${where}`, params);
-      await c.query('commit');
-    } catch (e) {
-      await c.query('rollback').catch(() => {});
-      throw e;
-    } finally {
-      c.release();
-    }
+    });
 
     let seen = 0;
     let applied = 0;
