@@ -56,13 +56,16 @@ export class EndpointGate {
 
   /**
    * Takes the record off the topic into held_messages: once this resolves the dispatcher may
-   * commit its offset. A record read twice is held once (unique attempt key).
+   * commit its offset. A record read twice is held once (unique attempt key). The key starts with
+   * the project (migration 102): a message id is chosen in the project's database, so another
+   * project's record with the same id must not pass for this one already held, or this one's
+   * offset would be committed with no row.
    */
   async hold(msg: OutboxMessage, e: Endpoint, reason: HoldReason): Promise<void> {
     const { headers } = encodeMessage(msg, { dueAt: 0 });
     await this.ctx.db.query(
       `insert into held_messages (project_ref, endpoint, message_id, run, attempt, reason, headers, value)
-       values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict (message_id, run, attempt) do nothing`,
+       values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict (project_ref, message_id, run, attempt) do nothing`,
       [e.project, e.key, msg.id, msg.run, msg.attempt, reason, headers, msg.rawValue],
     );
     this.health.noteHeld(e);

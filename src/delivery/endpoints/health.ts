@@ -239,7 +239,9 @@ export class EndpointHealth {
        select d.project_ref, d.endpoint, d.webhook_id, d.attempts, d.failures, d.last_error, case when d.failures > 0 then now() end
          from d
         where (d.failures > 0 or exists (select 1 from endpoint_health x where x.project_ref = d.project_ref and x.endpoint = d.endpoint))
-          and (d.webhook_id is null or exists (select 1 from webhooks w where w.id = d.webhook_id))
+          -- a webhook of the endpoint's own project (endpoint_health references (project_ref, webhook_id)):
+          -- a record of one project naming another's webhook never makes a row for it
+          and (d.webhook_id is null or exists (select 1 from webhooks w where w.id = d.webhook_id and w.project_ref = d.project_ref))
        on conflict (project_ref, endpoint) do update set
          window_started_at = case when h.window_started_at < now() - $7 * interval '1 millisecond' then now() else h.window_started_at end,
          window_attempts = case when h.window_started_at < now() - $7 * interval '1 millisecond' then 0 else h.window_attempts end + excluded.window_attempts,

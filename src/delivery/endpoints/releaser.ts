@@ -20,6 +20,10 @@
 // then produced, then the deletion commits. A record held again while its row's deletion is
 // uncommitted waits for it (the unique key), so it is never mistaken for the old row; a crash after
 // the produce and before the commit puts a message back twice (at least once), never loses one.
+//
+// Everything here is per (project, endpoint): two projects calling the same host:port are two
+// endpoints, and giving one up ends only its own held messages and disables only a webhook of its
+// own project (docs/delivery.md, "One project's endpoints are its own").
 import type pg from 'pg';
 import type { AppContext } from '../../context.js';
 import { notifyOwner } from '../../email/index.js';
@@ -146,10 +150,13 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
       await announce(c, e, 'gone');
       await c.query('delete from endpoint_rate where project_ref = $1 and endpoint = $2', [e.project, e.key]);
       if (h.webhook_id) {
+        // only a webhook of this circuit's project: whatever a row says, giving up on one project's
+        // endpoint never disables another project's webhook (migration 102 also makes such a row
+        // impossible to write)
         const w = await c.query(
           `update webhooks set enabled = false, disabled_reason = 'failing', disabled_at = now(), disabled_failing_since = $2, updated_at = now()
-            where id = $1 and enabled returning name, url`,
-          [h.webhook_id, h.failing_since],
+            where id = $1 and project_ref = $3 and enabled returning name, url`,
+          [h.webhook_id, h.failing_since, e.project],
         );
         if (w.rowCount) {
           out = { project: e.project, webhookId: h.webhook_id, name: w.rows[0].name, url: w.rows[0].url, failingSince: h.failing_since, lastError: h.last_error };
@@ -165,9 +172,10 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
     });
     if (!row) return null;
     if (row.webhook_id) {
-      // its held messages go back and end dead 'webhook disabled' in the channel
+      // its held messages (this project's only) go back and end dead 'webhook disabled' in the channel
       await putBack(e, 'paced', Infinity);
-      log.warn({ project: e.project, webhook: row.webhook_id, failingSince: row.failing_since }, 'webhook disabled: it has failed every probe for ENDPOINT_DISABLE_AFTER');
+      if (out) log.warn({ project: e.project, webhook: row.webhook_id, failingSince: row.failing_since }, 'webhook disabled: it has failed every probe for ENDPOINT_DISABLE_AFTER');
+      else log.warn({ project: e.project, webhook: row.webhook_id }, 'endpoint given up on: its webhook is not an enabled webhook of this project, so none was disabled; its held messages go back');
     } else {
       const n = await putBack(e, 'expire', Infinity);
       await health.audit(e, 'endpoint.give_up', { failing_since: row.failing_since, last_error: row.last_error, held_messages_ended: n });
@@ -213,7 +221,8 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
   }
 
   /**
-   * Endpoints with held messages (HELD_ENDPOINTS) and a closed circuit (or none), with their rate limit.
+   * Endpoints with held messages (HELD_ENDPOINTS) and a closed circuit (or none), with their rate
+   * limit (of the endpoint's webhook in the same project: another project's is never applied).
    */
   async function releasable(): Promise<(Ep & { rate: number | null })[]> {
     const r = await ctx.db.query(
@@ -221,7 +230,7 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
        select p.project_ref, p.endpoint, w.rate_limit
          from pairs p
          left join endpoint_health h on h.project_ref = p.project_ref and h.endpoint = p.endpoint
-         left join webhooks w on p.endpoint like 'webhook:%' and w.id::text = substr(p.endpoint, 9)
+         left join webhooks w on p.endpoint like 'webhook:%' and w.id::text = substr(p.endpoint, 9) and w.project_ref = p.project_ref
         where coalesce(h.state, 'closed') = 'closed'`,
     );
     return r.rows.map((row) => ({ project: row.project_ref, key: row.endpoint, rate: row.rate_limit }));
