@@ -22,12 +22,12 @@ const PERMANENT_WITHOUT_REPLY = new Set(['EENVELOPE', 'EMESSAGE', 'EREQUIRETLS']
 
 export function acceptedVerdict(response: string, limit: number, secrets: string[] = []): SendVerdict {
   const reply = scrub(response, secrets);
-  return { outcome: 'delivered', smtpCode: replyCode(reply), responseBody: truncate(reply, limit) };
+  return { outcome: 'delivered', reason: 'accepted', smtpCode: replyCode(reply), responseBody: truncate(reply, limit) };
 }
 
 export function classifySendError(err: unknown, limit: number, secrets: string[] = []): SendVerdict {
   const blocked = findBlockedTargetError(err);
-  if (blocked) return { outcome: 'dead', error: `blocked target: ${blocked.message}` };
+  if (blocked) return { outcome: 'dead', reason: 'blocked_target', error: `blocked target: ${blocked.message}` };
 
   const e = (typeof err === 'object' && err !== null ? err : { message: String(err) }) as NodemailerError;
   // With one recipient, "all recipients were rejected" carries that recipient's own RCPT reply.
@@ -38,14 +38,17 @@ export function classifySendError(err: unknown, limit: number, secrets: string[]
     const text = scrub(reply ?? String(code), secrets);
     return {
       outcome: code >= 500 ? 'dead' : 'failed',
+      reason: 'smtp_reply',
       smtpCode: code,
       error: truncate(`${describe(e.code)} ${text}`, 1000),
       responseBody: truncate(text, limit),
     };
   }
   const message = scrub(e.message ?? 'unknown error', secrets);
+  const permanent = !!e.code && PERMANENT_WITHOUT_REPLY.has(e.code);
   return {
-    outcome: e.code && PERMANENT_WITHOUT_REPLY.has(e.code) ? 'dead' : 'failed',
+    outcome: permanent ? 'dead' : 'failed',
+    reason: permanent ? 'invalid_request' : e.code === 'ETIMEDOUT' ? 'timeout' : 'network',
     error: truncate(`${describe(e.code)} ${message}`, 1000),
   };
 }

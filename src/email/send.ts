@@ -23,12 +23,12 @@ export async function deliverEmail(ctx: Ctx, ref: string, mail: Email): Promise<
   try {
     route = await resolveSmtp(ctx, ref);
   } catch (err) {
-    if (err instanceof UnknownProjectError) return { outcome: 'dead', error: err.message, durationMs: Date.now() - started };
+    if (err instanceof UnknownProjectError) return { outcome: 'dead', reason: 'not_configured', error: err.message, durationMs: Date.now() - started };
     throw err;
   }
   if (!route) {
     // An operator can still set SMTP_URL and restart within the retry budget, so this is not final.
-    return { outcome: 'failed', error: 'no SMTP server is configured (set SMTP_URL, or project SMTP settings)', durationMs: Date.now() - started };
+    return { outcome: 'failed', reason: 'not_configured', error: 'no SMTP server is configured (set SMTP_URL, or project SMTP settings)', durationMs: Date.now() - started };
   }
 
   try {
@@ -55,7 +55,7 @@ export async function deliverEmail(ctx: Ctx, ref: string, mail: Email): Promise<
     // building the pool failed: the sealed password does not open (another master key, or a row
     // copied from another project); the settings must be saved again
     ctx.log.error({ project: ref, smtp: route.key, err: { message: (err as Error).message } }, 'SMTP settings unusable');
-    return { outcome: 'failed', error: 'the SMTP settings could not be read', durationMs: Date.now() - started };
+    return { outcome: 'failed', reason: 'not_configured', error: 'the SMTP settings could not be read', durationMs: Date.now() - started };
   }
 }
 

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { eventually } from '../helpers/env.js';
+import { readTopic } from '../helpers/delivery-tools.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 import { ScriptedReceiver } from '../helpers/scripted-receiver.js';
 import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp-server.js';
@@ -49,6 +50,15 @@ describe('endpoint protection: a webhook that keeps failing is disabled, its own
     await smtp?.close();
   });
 
+  /** The distinct dead-reason headers of these messages' dead letters. */
+  const deadReasons = async (ids: string[]) => {
+    const letters = await eventually(async () => {
+      const ls = (await readTopic(svc, svc.ctx.topics.dead)).filter((m) => ids.includes(m.key?.toString() ?? ''));
+      return new Set(ls.map((m) => m.key!.toString())).size === ids.length ? ls : null;
+    }, 30_000, 'their dead letters');
+    return [...new Set(letters.map((m) => m.headers?.['dead-reason']?.toString()))];
+  };
+
   async function call(method: string, path: string, body?: unknown) {
     const r = await svc.api(project.ownerToken, method, `/v1/projects/${project.ref}${path}`, body);
     if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
@@ -91,6 +101,8 @@ describe('endpoint protection: a webhook that keeps failing is disabled, its own
     }, 30_000, 'the changes made while disabled to end dead');
     expect(whileDisabled.every((d) => d.attempts === 1)).toBe(true);
     expect(receiver.to('/orders').length).toBe(hits);
+    // filed on the dead topic as what they are, not as 'permanent' failures an operator would replay
+    expect(await deadReasons(whileDisabled.map((d) => d.id))).toEqual(['webhook_disabled']);
     // the early messages held when it was disabled ended the same way, and are in the offer
     const endedByDisable = ((await call('GET', `/outbox/deliveries?webhook_id=${hook.id}&status=dead&limit=100`)).deliveries as any[]).filter((d) => d.last_error === 'webhook disabled');
     expect(endedByDisable.length).toBeGreaterThan(3);
@@ -144,6 +156,7 @@ describe('endpoint protection: a webhook that keeps failing is disabled, its own
     // ending them made no request (the ending attempt has no HTTP status), and the host's circuit
     // starts afresh (a retry still on the ladder is then attempted as usual)
     expect(ended.every((d) => d.last_http_status === null)).toBe(true);
+    expect(await deadReasons(ended.map((d) => d.id))).toEqual(['given_up']);
     expect(((await call('GET', '/outbox/endpoints')) as any[]).find((e) => e.endpoint === key && e.state !== 'closed')).toBeUndefined();
   });
 });

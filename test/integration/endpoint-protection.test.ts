@@ -42,7 +42,7 @@ describe('endpoint protection: circuit breaker and rate limit', () => {
     expect((await svc.api(project.ownerToken, 'POST', `/v1/projects/${project.ref}/outbox/enable`)).status).toBeLessThan(300);
     db = new pg.Client({ connectionString: project.databaseUrl });
     await db.connect();
-    await db.query('create table public.cb_items (id serial primary key, name text); create table public.rl_items (id serial primary key, name text)');
+    await db.query('create table public.cb_items (id serial primary key, name text); create table public.rl_items (id serial primary key, name text); create table public.conflict_items (id serial primary key, name text)');
   });
 
   afterAll(async () => {
@@ -133,6 +133,19 @@ describe('endpoint protection: circuit breaker and rate limit', () => {
     expect(metrics).toMatch(/to="open"\} [1-9]/);
     expect(metrics).toMatch(/to="closed"\} [1-9]/);
     expect((await webhook(hook.id)).circuit).toMatchObject({ state: 'closed', held_messages: 0 });
+  });
+
+  it('retries a 409 conflict without counting it against the endpoint: its circuit stays closed', async () => {
+    a.script('/conflict', { status: 409, body: 'version conflict' });
+    const hook = await call('POST', '/webhooks', { name: 'conflict', table: 'public.conflict_items', events: ['INSERT'], url: `${a.url}/conflict`, timeout_ms: 2000 });
+    await insert('conflict_items', 1);
+    // attempt after attempt reaches the receiver up the (scaled) ladder, where 3 faults would have
+    // opened the circuit and held the rest
+    await eventually(async () => a.to('/conflict').length >= 5, 30_000, 'five attempts of the 409 message');
+    const [d] = await deliveriesOf(hook.id);
+    expect(d).toMatchObject({ status: 'failed', last_http_status: 409 });
+    expect((await webhook(hook.id)).circuit).toMatchObject({ state: 'closed', held_messages: 0 });
+    expect(await auditOf('endpoint.circuit_open').then((es) => es.filter((e: any) => e.resource_id === hook.id))).toEqual([]);
   });
 
   it('keeps a circuit per target host of base.http_request, listed among the endpoints', async () => {

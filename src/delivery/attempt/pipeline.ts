@@ -98,7 +98,7 @@ export class AttemptPipeline {
     } catch (err) {
       // A bug or an unavailable control DB, not the target's fault: retryable.
       ctx.log.error({ err, message: msg.id, project: msg.project }, 'delivery attempt crashed');
-      outcome = { outcome: 'failed', error: 'internal error during the attempt', durationMs: Date.now() - startedAt };
+      outcome = { outcome: 'failed', reason: 'internal', error: 'internal error during the attempt', durationMs: Date.now() - startedAt };
     } finally {
       clearTimeout(pending);
     }

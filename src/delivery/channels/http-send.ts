@@ -28,10 +28,10 @@ export async function sendHttp(req: OutboundRequest, opts: SendOptions): Promise
   try {
     url = new URL(req.url);
   } catch {
-    return { outcome: 'dead', error: 'invalid URL', durationMs: took() };
+    return { outcome: 'dead', reason: 'invalid_request', error: 'invalid URL', durationMs: took() };
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    return { outcome: 'dead', error: `invalid URL: scheme ${url.protocol} is not allowed`, durationMs: took() };
+    return { outcome: 'dead', reason: 'invalid_request', error: `invalid URL: scheme ${url.protocol} is not allowed`, durationMs: took() };
   }
   const signal = AbortSignal.timeout(opts.timeoutMs);
   try {
@@ -45,7 +45,8 @@ export async function sendHttp(req: OutboundRequest, opts: SendOptions): Promise
       bodyTimeout: opts.timeoutMs,
     });
     const responseBody = await readLimited(res.body, opts.bodyLimit);
-    const outcome: AttemptOutcome = { outcome: classifyStatus(res.statusCode), httpStatus: res.statusCode, durationMs: took() };
+    const status = classifyStatus(res.statusCode);
+    const outcome: AttemptOutcome = { outcome: status, reason: status === 'delivered' ? 'accepted' : 'http_status', httpStatus: res.statusCode, durationMs: took() };
     if (responseBody) outcome.responseBody = responseBody;
     if (outcome.outcome !== 'delivered') {
       outcome.error = res.statusCode >= 300 && res.statusCode < 400 ? `HTTP ${res.statusCode} (redirects are not followed)` : `HTTP ${res.statusCode}`;
@@ -59,19 +60,19 @@ export async function sendHttp(req: OutboundRequest, opts: SendOptions): Promise
 }
 
 /** A transport-level failure: blocked target and unsendable requests are dead, the rest failed. */
-export function classifyError(err: unknown, timeoutMs: number, signal?: AbortSignal): Pick<AttemptOutcome, 'outcome' | 'error'> {
+export function classifyError(err: unknown, timeoutMs: number, signal?: AbortSignal): Pick<AttemptOutcome, 'outcome' | 'reason' | 'error'> {
   const blocked = findBlockedTargetError(err);
-  if (blocked) return { outcome: 'dead', error: `blocked target: ${blocked.message}` };
+  if (blocked) return { outcome: 'dead', reason: 'blocked_target', error: `blocked target: ${blocked.message}` };
   const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
   if (signal?.aborted || e.name === 'TimeoutError' || e instanceof undiciErrors.HeadersTimeoutError || e instanceof undiciErrors.BodyTimeoutError) {
-    return { outcome: 'failed', error: `timeout after ${timeoutMs} ms` };
+    return { outcome: 'failed', reason: 'timeout', error: `timeout after ${timeoutMs} ms` };
   }
   // A header value or method undici refuses to put on the wire: resending will not change it.
   if (e instanceof undiciErrors.InvalidArgumentError || e.code === 'ERR_INVALID_CHAR' || e.code === 'ERR_INVALID_HTTP_TOKEN') {
-    return { outcome: 'dead', error: `invalid request: ${e.message}` };
+    return { outcome: 'dead', reason: 'invalid_request', error: `invalid request: ${e.message}` };
   }
   const code = e.code ?? e.cause?.code;
-  return { outcome: 'failed', error: `network error${code ? ` ${code}` : ''}: ${e.message ?? String(err)}` };
+  return { outcome: 'failed', reason: 'network', error: `network error${code ? ` ${code}` : ''}: ${e.message ?? String(err)}` };
 }
 
 async function readLimited(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {

@@ -44,7 +44,7 @@ export async function renderAndSend(
   const unknown = names.find((n) => !secrets.has(n));
   // An unknown secret is "failed" (it may be created before the next attempt): docs/delivery.md,
   // Classification.
-  if (unknown) return { outcome: 'failed', error: `unknown secret ${unknown}`, durationMs: 0 };
+  if (unknown) return { outcome: 'failed', reason: 'unknown_secret', error: `unknown secret ${unknown}`, durationMs: 0 };
 
   const headers = substituteJson(written.headers, secrets) as Record<string, string>;
   let body: string | undefined = rawBody;

@@ -20,8 +20,8 @@ export const webhookChannel: Channel = {
     // copy up to DELIVERY_CONFIG_TTL old (a replay right after enabling it again must be sent).
     // (a copy read within 200 ms counts as now: a disabled webhook's messages cost a query per 200 ms)
     if (!w || !w.enabled) w = await deps.directory.webhook(msg.project, (msg.payload as WebhookPayload).webhook_id, 200);
-    if (!w) return { outcome: 'dead', error: 'webhook deleted', durationMs: 0 };
-    if (!w.enabled) return { outcome: 'dead', error: 'webhook disabled', durationMs: 0 };
+    if (!w) return { outcome: 'dead', reason: 'webhook_deleted', error: 'webhook deleted', durationMs: 0 };
+    if (!w.enabled) return { outcome: 'dead', reason: 'webhook_disabled', error: 'webhook disabled', durationMs: 0 };
     const body = JSON.stringify((msg.payload as WebhookPayload).payload);
     // The reserved headers are refused by the API already; dropping them here keeps an old row from
     // ever overriding the signature.

@@ -38,7 +38,7 @@ export class EndpointGate {
     // just disabled, enabled or reset: the cached config may be up to a TTL behind (the fresh copy
     // also replaces the cached one the channel reads next)
     if (fresh && this.health.recentlyAnnounced(e)) webhook = await fresh();
-    if (msg.released === 'expire') return { kind: 'end', outcome: { outcome: 'dead', error: GIVEN_UP, durationMs: 0 } };
+    if (msg.released === 'expire') return { kind: 'end', outcome: { outcome: 'dead', reason: 'endpoint_given_up', error: GIVEN_UP, durationMs: 0 } };
     if (msg.kind === 'webhook' && !webhook?.enabled) return SEND;
     const view = this.health.view(e);
     if (msg.released === 'probe') return SEND; // the half-open circuit's one request, rate limit or not

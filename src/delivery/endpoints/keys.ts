@@ -36,12 +36,16 @@ function hostOf(url: string): string | null {
 export const endpointId = (e: Pick<Endpoint, 'project' | 'key'>) => `${e.project}\u0000${e.key}`;
 
 /**
- * Whether a failed attempt speaks of the endpoint's health: it answered 5xx, 408, 425, 429 (or a
- * status we cannot judge), timed out, or could not be reached. A 4xx, a blocked target, an unknown
+ * Whether a failed attempt speaks of the endpoint's health: it answered 5xx, 408, 425 or 429,
+ * timed out, or could not be reached. Another 4xx (a 409 conflict is retried, but it is the
+ * receiver's answer about this message, not the receiver being down), a blocked target, an unknown
  * secret or an internal error of ours is not the endpoint being down.
  */
-export function isEndpointFault(outcome: Pick<AttemptOutcome, 'outcome' | 'httpStatus' | 'error'>): boolean {
+export function isEndpointFault(outcome: Pick<AttemptOutcome, 'outcome' | 'reason' | 'httpStatus'>): boolean {
   if (outcome.outcome !== 'failed') return false;
-  if (outcome.httpStatus != null) return true;
-  return /^(timeout|network error)/.test(outcome.error ?? '');
+  if (outcome.reason === 'timeout' || outcome.reason === 'network') return true;
+  return outcome.reason === 'http_status' && outcome.httpStatus != null && isFaultStatus(outcome.httpStatus);
 }
+
+/** The HTTP answers of an endpoint that is down or overwhelmed. */
+export const isFaultStatus = (status: number): boolean => status >= 500 || status === 408 || status === 425 || status === 429;

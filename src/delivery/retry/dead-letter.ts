@@ -5,6 +5,8 @@
 // Extra headers:
 //   dead-reason    permanent (non-retryable, docs/delivery.md) | attempts (MAX_ATTEMPTS made)
 //                  | age (the next attempt would pass MAX_MESSAGE_AGE) | expired (taken after it)
+//                  | given_up (its target host failed every probe for ENDPOINT_DISABLE_AFTER)
+//                  | webhook_disabled (its webhook is disabled, by the owner or the service)
 //   last-outcome   JSON {outcome, http_status, smtp_code, error, at}: what the delivery shows
 // A crash between producing a dead letter and recording the attempt produces it again on the
 // replayed attempt: readers keep one record per (id, run).
@@ -12,7 +14,7 @@ import type { AppContext } from '../../context.js';
 import { encodeMessage, type OutboxMessage } from '../message.js';
 import type { AttemptOutcome } from '../../outbound/index.js';
 
-export type DeadReason = 'permanent' | 'attempts' | 'age' | 'expired';
+export type DeadReason = 'permanent' | 'attempts' | 'age' | 'expired' | 'given_up' | 'webhook_disabled';
 
 export interface LastOutcome {
   outcome: AttemptOutcome['outcome'];

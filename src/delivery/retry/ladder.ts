@@ -22,7 +22,7 @@
 // Everything is produced before the pipeline records the attempt, so a crash in between replays
 // the attempt (and the hand-off) rather than losing it. The policy itself is policy.ts.
 import type { AppContext } from '../../context.js';
-import { publishDeadLetter } from './dead-letter.js';
+import { publishDeadLetter, type DeadReason } from './dead-letter.js';
 import { encodeMessage, type OutboxMessage } from '../message.js';
 import type { AttemptOutcome } from '../../outbound/index.js';
 import { isExpired, planRetry } from './policy.js';
@@ -63,13 +63,30 @@ export class KafkaRetryLadder implements RetryLadder {
   }
 
   async onDead(msg: OutboxMessage, outcome: AttemptOutcome): Promise<void> {
-    await publishDeadLetter(this.ctx, msg, outcome, outcome.error === EXPIRED ? 'expired' : 'permanent');
+    await publishDeadLetter(this.ctx, msg, outcome, deadReasonOf(outcome));
   }
 
   beforeAttempt(msg: OutboxMessage): AttemptOutcome | undefined {
     if (!isExpired(this.ctx.cfg, msg, Date.now())) return undefined;
-    return { outcome: 'dead', error: EXPIRED, durationMs: 0 };
+    return { outcome: 'dead', reason: 'expired', error: EXPIRED, durationMs: 0 };
   }
 }
 
 const EXPIRED = 'not attempted: the message outlived MAX_MESSAGE_AGE before this attempt could be made';
+
+/**
+ * The dead topic's reason for an outcome that ended a run at once: an operator replaying
+ * `permanent` failures must not replay messages the service gave up on or a disabled webhook's.
+ */
+export function deadReasonOf(outcome: Pick<AttemptOutcome, 'reason'>): DeadReason {
+  switch (outcome.reason) {
+    case 'expired':
+      return 'expired';
+    case 'endpoint_given_up':
+      return 'given_up';
+    case 'webhook_disabled':
+      return 'webhook_disabled';
+    default:
+      return 'permanent';
+  }
+}

@@ -22,15 +22,19 @@ describe('endpoints', () => {
   });
 
   it("count as the endpoint's fault only what says it is down or overloaded", () => {
-    expect(isEndpointFault({ outcome: 'failed', httpStatus: 503, error: 'HTTP 503' })).toBe(true);
-    expect(isEndpointFault({ outcome: 'failed', httpStatus: 429, error: 'HTTP 429' })).toBe(true);
-    expect(isEndpointFault({ outcome: 'failed', error: 'timeout after 5000 ms' })).toBe(true);
-    expect(isEndpointFault({ outcome: 'failed', error: 'network error ECONNREFUSED: connect' })).toBe(true);
-    expect(isEndpointFault({ outcome: 'dead', httpStatus: 404, error: 'HTTP 404' })).toBe(false);
-    expect(isEndpointFault({ outcome: 'failed', error: 'unknown secret TOKEN' })).toBe(false);
-    expect(isEndpointFault({ outcome: 'failed', error: 'internal error during the attempt' })).toBe(false);
-    expect(isEndpointFault({ outcome: 'dead', error: 'blocked target: refused to connect to x' })).toBe(false);
-    expect(isEndpointFault({ outcome: 'delivered', httpStatus: 200 })).toBe(false);
+    expect(isEndpointFault({ outcome: 'failed', reason: 'http_status', httpStatus: 503 })).toBe(true);
+    expect(isEndpointFault({ outcome: 'failed', reason: 'http_status', httpStatus: 429 })).toBe(true);
+    expect(isEndpointFault({ outcome: 'failed', reason: 'http_status', httpStatus: 408 })).toBe(true);
+    expect(isEndpointFault({ outcome: 'failed', reason: 'http_status', httpStatus: 425 })).toBe(true);
+    expect(isEndpointFault({ outcome: 'failed', reason: 'timeout' })).toBe(true);
+    expect(isEndpointFault({ outcome: 'failed', reason: 'network' })).toBe(true);
+    // retried, but the receiver's answer about this message, not the receiver being down
+    expect(isEndpointFault({ outcome: 'failed', reason: 'http_status', httpStatus: 409 })).toBe(false);
+    expect(isEndpointFault({ outcome: 'dead', reason: 'http_status', httpStatus: 404 })).toBe(false);
+    expect(isEndpointFault({ outcome: 'failed', reason: 'unknown_secret' })).toBe(false);
+    expect(isEndpointFault({ outcome: 'failed', reason: 'internal' })).toBe(false);
+    expect(isEndpointFault({ outcome: 'dead', reason: 'blocked_target' })).toBe(false);
+    expect(isEndpointFault({ outcome: 'delivered', reason: 'accepted', httpStatus: 200 })).toBe(false);
   });
 
   it('let at most ~32 attempts of one endpoint wait in a process, and never more than a second', () => {
