@@ -32,11 +32,11 @@ describe('parseRetryAfter', () => {
 describe('classifyError', () => {
   it('a blocked target is dead', () => {
     const err = new TypeError('fetch failed', { cause: new BlockedTargetError('localhost', '127.0.0.1', 'loopback') });
-    expect(classifyError(err, 1000)).toMatchObject({ outcome: 'dead', error: expect.stringMatching(/^blocked target: .*loopback/) });
+    expect(classifyError(err, 1000)).toMatchObject({ outcome: 'dead', reason: 'blocked_target', error: expect.stringMatching(/^blocked target: .*loopback/) });
   });
   it('timeouts and network errors are failed', () => {
     const aborted = AbortSignal.abort();
-    expect(classifyError(new Error('aborted'), 250, aborted)).toEqual({ outcome: 'failed', error: 'timeout after 250 ms' });
-    expect(classifyError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.2:1'), { code: 'ECONNREFUSED' }), 1000)).toMatchObject({ outcome: 'failed', error: expect.stringContaining('ECONNREFUSED') });
+    expect(classifyError(new Error('aborted'), 250, aborted)).toEqual({ outcome: 'failed', reason: 'timeout', error: 'timeout after 250 ms' });
+    expect(classifyError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.2:1'), { code: 'ECONNREFUSED' }), 1000)).toMatchObject({ outcome: 'failed', reason: 'network', error: expect.stringContaining('ECONNREFUSED') });
   });
 });

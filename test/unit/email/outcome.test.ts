@@ -10,7 +10,7 @@ const smtpError = (code: string, response?: string, extra: object = {}) => {
 
 describe('SMTP outcome mapping', () => {
   it('accepted → delivered with the server reply', () => {
-    expect(acceptedVerdict('250 2.0.0 Ok: queued as ABC', 4096)).toEqual({ outcome: 'delivered', smtpCode: 250, responseBody: '250 2.0.0 Ok: queued as ABC' });
+    expect(acceptedVerdict('250 2.0.0 Ok: queued as ABC', 4096)).toEqual({ outcome: 'delivered', reason: 'accepted', smtpCode: 250, responseBody: '250 2.0.0 Ok: queued as ABC' });
   });
 
   it.each([
