@@ -9,6 +9,7 @@ import type { AuditEvent } from '../../projects/index.js';
 import { normalizeDomain } from '../sign-in/domain-routing.js';
 import { providerCreated, providerUpdated } from './audit.js';
 import { kindOf } from './kinds.js';
+import { lockLinkOfProvider } from '../setup/links.js';
 import { getProvider, insertProvider, setDomains, updateProvider } from './store.js';
 import type { ProviderInput, ProviderRow, SsoContext } from '../types.js';
 
@@ -77,13 +78,18 @@ export async function createProvider(ctx: SsoContext, ref: string, id: string, b
   return mustGet(ctx, ref, id);
 }
 
-/** Validates and applies a change; `enabled: true` on a draft makes it a live provider. */
+/**
+ * Validates and applies a change; `enabled: true` on a draft makes it a live provider, which uses
+ * up the setup link that made it (migration 101's trigger marks the link, in this transaction).
+ */
 export async function changeProvider(ctx: SsoContext, ref: string, existing: ProviderRow, b: ProviderInput, audit: AuditWriter, opts: { guard?: WriteGuard } = {}): Promise<ProviderRow> {
   checkKindFields(existing.kind, b);
   const domains = b.domains !== undefined ? normalizeDomains(b.domains) : undefined;
   const columns = await kindOf(existing.kind).prepare(ctx, existing.id, b, existing);
   await withTransaction(ctx.db, async (c) => {
     await opts.guard?.(c);
+    // the link's row before the provider's, like every write through a link (no deadlock with one)
+    if (b.enabled === true) await lockLinkOfProvider(c, existing.id);
     await updateProvider(c, existing.id, {
       name: b.name,
       enabled: b.enabled,

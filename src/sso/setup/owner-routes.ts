@@ -39,7 +39,8 @@ const linkSchema = {
     created_at: { type: 'string', format: 'date-time' },
     expires_at: { type: 'string', format: 'date-time' },
     revoked_at: { type: ['string', 'null'], format: 'date-time' },
-    activated_at: { type: ['string', 'null'], format: 'date-time' },
+    activated_at: { type: ['string', 'null'], format: 'date-time', description: 'when the link holder activated the provider' },
+    used_at: { type: ['string', 'null'], format: 'date-time', description: "when the link's provider went live, by the link or by the owner; a link works once, whatever happens to the provider later" },
   },
 } as const;
 

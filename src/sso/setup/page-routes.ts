@@ -34,7 +34,7 @@ import { getTest, latestTest, testCovers, testIsCurrent } from './test-flow.js';
 const GONE: Record<string, string> = {
   expired: 'This setup link has expired. Ask the owner of the service for a new one.',
   revoked: 'This setup link was revoked by the owner of the service. Ask them for a new one if you still need it.',
-  used: 'This setup link was already used: the provider it set up is active. Ask the owner of the service for a new link to change it.',
+  used: 'This setup link was already used: the provider it set up was activated, and a link works only once. Ask the owner of the service for a new link to change it.',
 };
 
 /** The link named by the bearer secret, usable now; else 404 (unknown) or 410 (expired, revoked, used). */
@@ -65,8 +65,10 @@ const stillUsable =
     const now = await lockLink(c, link.id);
     if (!now) throw new ApiError('sso_setup_link_not_found');
     if (now.state !== 'active') throw gone(now.state);
-    const p = (await c.query('select kind, draft from sso_providers where id = $1 for update', [link.provider_id])).rows[0] as { kind: ProviderRow['kind']; draft: boolean } | undefined;
-    if (p && !p.draft) throw gone('used');
+    const p = (await c.query('select kind, draft, enabled from sso_providers where id = $1 for update', [link.provider_id])).rows[0] as { kind: ProviderRow['kind']; draft: boolean; enabled: boolean } | undefined;
+    // A live provider has used its link up (migration 101), so the check above already said 410;
+    // this only keeps a link from ever writing to a provider that is not its draft.
+    if (p && (!p.draft || p.enabled)) throw new ApiError('sso_setup_conflict');
     if ((p?.kind ?? null) !== expected) throw new ApiError('sso_setup_conflict');
   };
 
