@@ -16,6 +16,7 @@ export type CheckName =
   | 'encryption'
   | 'email_missing'
   | 'domain'
+  | 'domain_other_provider'
   | 'in_response_to'
   | 'idp_refused'
   | 'client'
@@ -140,12 +141,23 @@ export function explainOidc(reason: string, idpError: string | undefined, v: Set
 }
 
 /** The claims came back but lack what a sign-in needs. */
-export function explainClaims(problem: 'email_missing' | 'domain', v: SetupValues & { domain?: string; emailAttribute?: string }): Omit<Explanation, 'detail'> {
+export function explainClaims(
+  problem: 'email_missing' | 'domain' | 'domain_other_provider',
+  v: SetupValues & { domain?: string; emailAttribute?: string; otherProviderDomain?: string },
+): Omit<Explanation, 'detail'> {
   if (problem === 'email_missing') {
     return {
       check: 'email_missing',
       title: 'No email address came back.',
       fix: `Release the user's email address to this application (SAML: an attribute named ${v.emailAttribute ?? 'email'}, or the NameID; OIDC: the email scope and claim), or map the attribute that carries it below.`,
+    };
+  }
+  if (problem === 'domain_other_provider') {
+    const other = v.otherProviderDomain ?? 'that domain';
+    return {
+      check: 'domain_other_provider',
+      title: `The email address is in ${v.domain ?? 'a domain'}, whose users sign in through another SSO provider of this service (the one for ${other}), so this provider may not sign them in.`,
+      fix: `Test with a user of ${(v.domains ?? []).join(', ')} outside ${other}. The users of ${other} keep signing in through their own provider even after this one is activated; if they should move to this one, ask the owner of the service.`,
     };
   }
   return {

@@ -8,6 +8,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { recordSetupLinkAudit } from '../../projects/index.js';
 import type { SignInClaims } from '../sign-in/attribute-mapping.js';
 import { domainMatches, emailDomain } from '../sign-in/domain-routing.js';
+import { routedDomain } from '../providers/store.js';
 import { acsUrl, spMetadataUrl } from '../saml/settings.js';
 import { oidcCallbackUrl } from '../oidc/settings.js';
 import type { FlowRow, ProviderRow, SsoContext } from '../types.js';
@@ -39,13 +40,25 @@ function shown(claims: SignInClaims): Record<string, unknown> {
   };
 }
 
-/** What a successful protocol answer still needs: an email inside the link's domains. */
-function checkClaims(ctx: SsoContext, link: LinkRow, provider: ProviderRow, claims: SignInClaims): Explanation | null {
+/**
+ * What a successful protocol answer still needs, checked as a real sign-in would once the draft is
+ * live (sign-in/user-resolution.ts): an email inside the link's domains, and domain routing
+ * choosing this provider for it, counting the draft as enabled beside the project's other enabled
+ * providers (a more specific domain served by another one is not this provider's to sign in).
+ */
+async function checkClaims(ctx: SsoContext, link: LinkRow, provider: ProviderRow, claims: SignInClaims): Promise<Explanation | null> {
   const v = setupValues(ctx, link.project_ref, provider.id, link.domains);
   const domain = claims.email ? emailDomain(claims.email) : null;
   if (!domain) return { ...explainClaims('email_missing', { ...v, emailAttribute: provider.attribute_mapping.email }), detail: 'The answer carried no usable email address.' };
   if (!link.domains.some((d) => domainMatches(domain, d))) {
     return { ...explainClaims('domain', { ...v, domain }), detail: `The email is in ${domain}; this link covers ${link.domains.join(', ')}.` };
+  }
+  const routed = await routedDomain(ctx.db, link.project_ref, domain, provider.id);
+  if (routed && routed.provider_id !== provider.id) {
+    return {
+      ...explainClaims('domain_other_provider', { ...v, domain, otherProviderDomain: routed.domain }),
+      detail: `The email is in ${domain}; sign-in sends ${domain} to the provider of ${routed.domain}, the most specific domain, so a sign-in through this provider would be refused (email_domain_other_provider).`,
+    };
   }
   return null;
 }
@@ -64,7 +77,7 @@ export async function finishTest(ctx: SsoContext, log: FastifyBaseLogger, flow: 
   let result: Record<string, unknown>;
   let ok = outcome.ok;
   if (outcome.ok) {
-    const problem = checkClaims(ctx, link, provider, outcome.claims);
+    const problem = await checkClaims(ctx, link, provider, outcome.claims);
     ok = !problem;
     result = { ok, kind: provider.kind, ...shown(outcome.claims), ...(problem ? { problem } : {}) };
   } else {
