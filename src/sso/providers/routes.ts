@@ -11,6 +11,7 @@ import { providerDeleted } from './audit.js';
 import { kindOf } from './kinds.js';
 import { changeProvider, createProvider, mustGet, type AuditWriter } from './save.js';
 import { deleteProvider, listProviders } from './store.js';
+import { takeoverWarningSchema } from './takeover.js';
 import type { ProviderInput, ProviderRow, SsoContext } from '../types.js';
 
 export const providerFields = {
@@ -52,6 +53,11 @@ const providerResponse = {
     enabled: { type: 'boolean' },
     draft: { type: 'boolean', description: 'made through a setup link and not activated yet: disabled, never routed to' },
     domains: { type: 'array', items: { type: 'string' } },
+    warnings: {
+      type: 'array',
+      description: 'in the answers to POST and PATCH only: users of a subdomain that this write moved to the provider from another live provider (it enabled the provider, or added domains to an enabled one); empty when nobody moved',
+      items: takeoverWarningSchema,
+    },
   },
 } as const;
 
@@ -92,9 +98,9 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
     async (req, reply) => {
       const project = guardedProject(req);
       const id = randomUUID();
-      const created = await createProvider(ctx, project.ref, id, req.body, ownerAudit(req, project.ref));
+      const { provider: created, warnings } = await createProvider(ctx, project.ref, id, req.body, ownerAudit(req, project.ref));
       req.log.info({ project: project.ref, provider: id, kind: req.body.kind }, 'sso provider created');
-      return reply.code(201).send(presentProvider(ctx, created));
+      return reply.code(201).send({ ...presentProvider(ctx, created), warnings });
     },
   );
 
@@ -122,9 +128,9 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
     async (req) => {
       const project = guardedProject(req);
       const existing = await mustGet(ctx, project.ref, req.params.id);
-      const changed = await changeProvider(ctx, project.ref, existing, req.body, ownerAudit(req, project.ref));
+      const { provider: changed, warnings } = await changeProvider(ctx, project.ref, existing, req.body, ownerAudit(req, project.ref));
       req.log.info({ project: project.ref, provider: existing.id }, 'sso provider updated');
-      return presentProvider(ctx, changed);
+      return { ...presentProvider(ctx, changed), warnings };
     },
   );
 

@@ -23,6 +23,7 @@ import { kindOf } from '../providers/kinds.js';
 import { providerUpdated } from '../providers/audit.js';
 import { changeProvider, createProvider, mustGet, type AuditWriter, type WriteGuard } from '../providers/save.js';
 import { deleteProvider, getProvider } from '../providers/store.js';
+import { takeoverWarnings, type TakeoverWarning } from '../providers/takeover.js';
 import { EMAIL_NAMEID_FORMAT } from '../saml/core/index.js';
 import { acsUrl, spMetadataUrl } from '../saml/settings.js';
 import { insertFlow, newFlowId } from '../sign-in/flows.js';
@@ -123,6 +124,15 @@ const saveBody = {
 
 type SaveBody = Pick<ProviderInput, 'name' | 'issuer' | 'client_id' | 'client_secret' | 'metadata_url' | 'metadata_xml' | 'attribute_mapping'> & { kind: 'oidc' | 'saml' };
 
+/** What the owner's email says moved from other providers to the activated one. */
+function movedLines(warnings: TakeoverWarning[]): string[] {
+  if (!warnings.length) return ['No users moved from another provider: no other live provider served these domains or a parent of them.'];
+  return [
+    'Users who moved to it from another live provider (the most specific domain decides; the other provider may no longer sign them in):',
+    ...warnings.map((w) => `- users of ${w.domain}, who signed in through "${w.provider_name}" (${w.provider_domain}, id ${w.provider_id}) until now`),
+  ];
+}
+
 export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   // per client address, like the public auth endpoints (a link's secret cannot be guessed anyway)
   const config: FastifyContextConfig = limited(ctx.cfg.SSO_SETUP_RATE_LIMIT);
@@ -172,10 +182,10 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
       try {
         if (existing) {
           // the secret is write-only: leaving it out keeps the stored one
-          saved = await changeProvider(ctx, link.project_ref, existing, fields, audit, { guard: stillUsable(link, existing.kind) });
+          saved = (await changeProvider(ctx, link.project_ref, existing, fields, audit, { guard: stillUsable(link, existing.kind) })).provider;
         } else {
           const name = b.name ?? `SSO for ${link.domains[0]}`;
-          saved = await createProvider(ctx, link.project_ref, link.provider_id, { ...fields, kind, name, domains: link.domains }, audit, { draft: true, guard: stillUsable(link, null) });
+          saved = (await createProvider(ctx, link.project_ref, link.provider_id, { ...fields, kind, name, domains: link.domains }, audit, { draft: true, guard: stillUsable(link, null) })).provider;
         }
       } catch (e) {
         // the IdP's address is the link holder's choice: what happened there is not told (docs/sso.md)
@@ -230,9 +240,13 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
     if (!provider || !testCovers(last, provider)) throw new ApiError('sso_setup_test_required');
     const test = last!;
     const audit = linkAudit(req, link);
-    await withTransaction(ctx.db, async (c) => {
+    const warnings = await withTransaction(ctx.db, async (c) => {
       // a revocation or activation meanwhile wins; this one then finds the link gone
       await stillUsable(link, provider.kind)(c);
+      // checked again now, not only when the link was made: a provider enabled since then for a
+      // parent domain loses its users of the link's domains to this one (said in the answer and
+      // in the owner's email)
+      const moved = await takeoverWarnings(c, link.project_ref, provider.domains, { exclude: provider.id, moment: 'now' });
       // Only the settings the passing test ran against go live: a save since then, even one whose
       // write landed after the check above, changed updated_at, so nothing is updated. (The test
       // keeps the version at JavaScript's millisecond precision.)
@@ -243,7 +257,9 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
       if (!on.rowCount) throw new ApiError('sso_setup_test_required');
       if (!(await markActivated(c, link.id))) throw gone('used');
       await audit(c, providerUpdated(provider, { enabled: true }, {}, undefined));
-      await audit(c, { action: 'sso_setup_link.activate', resourceType: 'sso_setup_link', resourceId: link.id, details: { provider_id: provider.id, kind: provider.kind, domains: provider.domains, test_id: test.id } });
+      const takesOver = moved.length ? { takes_over_from: moved.map((w) => ({ domain: w.domain, provider_id: w.provider_id })) } : {};
+      await audit(c, { action: 'sso_setup_link.activate', resourceType: 'sso_setup_link', resourceId: link.id, details: { provider_id: provider.id, kind: provider.kind, domains: provider.domains, test_id: test.id, ...takesOver } });
+      return moved;
     });
     const activated = await mustGet(ctx, link.project_ref, provider.id);
     req.log.info({ project: link.project_ref, setup_link: link.id, provider: provider.id }, 'sso provider activated through a setup link');
@@ -260,8 +276,10 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
         `Setup link: ${link.id} (it no longer works)`,
         '',
         'Users of these domains now sign in through it. To turn it off: PATCH the provider with {"enabled": false}, or use the dashboard.',
+        '',
+        ...movedLines(warnings),
       ].join('\n'),
     });
-    return { provider: presentDraft(ctx, activated), owner_notified: notice.sent };
+    return { provider: presentDraft(ctx, activated), owner_notified: notice.sent, warnings };
   });
 }
