@@ -30,7 +30,7 @@ import { insertFlow, newFlowId } from '../sign-in/flows.js';
 import type { AuthProject, ProviderInput, ProviderRow, SsoContext } from '../types.js';
 import { withoutNetworkDetail } from '../idp-fetch.js';
 import { linkBySecret, lockLink, markActivated, setupPageUrl, type LinkRow } from './links.js';
-import { getTest, latestTest, testCovers, testIsCurrent } from './test-flow.js';
+import { forHolder, getTest, latestTest, testCovers, testIsCurrent } from './test-flow.js';
 
 const GONE: Record<string, string> = {
   expired: 'This setup link has expired. Ask the owner of the service for a new one.',
@@ -229,7 +229,7 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
       const t = await getTest(ctx, link.id, req.params.id);
       if (!t) throw new ApiError('not_found', 'No such test sign-in for this link.');
       const provider = await draftOf(ctx, link);
-      return { id: t.id, created_at: t.created_at, current: !!provider && testIsCurrent(t, provider), ...t.result };
+      return { id: t.id, created_at: t.created_at, current: !!provider && testIsCurrent(t, provider), ...forHolder(t.result) };
     },
   );
 

@@ -12,7 +12,7 @@ import { routedDomain } from '../providers/store.js';
 import { acsUrl, spMetadataUrl } from '../saml/settings.js';
 import { oidcCallbackUrl } from '../oidc/settings.js';
 import type { FlowRow, ProviderRow, SsoContext } from '../types.js';
-import { explainClaims, type Explanation, type SetupValues } from './explain.js';
+import { explainClaims, withoutNetworkDetailIn, type Explanation, type SetupValues } from './explain.js';
 import { linkById, setupPageUrl, type LinkRow } from './links.js';
 
 export type TestOutcome = { ok: true; claims: SignInClaims } | { ok: false; explanation: Explanation };
@@ -83,6 +83,7 @@ export async function finishTest(ctx: SsoContext, log: FastifyBaseLogger, flow: 
   } else {
     result = { ok: false, kind: provider.kind, problem: outcome.explanation };
   }
+  result = forHolder(result);
   const id = randomUUID();
   const check = ok ? null : (result.problem as Explanation).check;
   await ctx.db.query('insert into sso_setup_tests (id, link_id, provider_id, config_version, ok, result) values ($1, $2, $3, $4, $5, $6)', [
@@ -103,6 +104,16 @@ export async function finishTest(ctx: SsoContext, log: FastifyBaseLogger, flow: 
   log.info({ project: link.project_ref, setup_link: link.id, flow: flow.id, ok, check }, 'sso setup test sign-in finished');
   page.searchParams.set('test', id);
   return page.href;
+}
+
+/**
+ * A test's result as the link holder may see it: a failure's explanation carries no network detail
+ * (explain.ts withoutNetworkDetailIn), whichever path produced it. Applied when a result is stored,
+ * and again when one is shown (a row stored before this rule).
+ */
+export function forHolder(result: Record<string, unknown>): Record<string, unknown> {
+  const problem = result.problem as Explanation | undefined;
+  return problem && typeof problem.detail === 'string' ? { ...result, problem: withoutNetworkDetailIn(problem) } : result;
 }
 
 export interface StoredTest {
