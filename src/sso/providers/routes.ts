@@ -11,7 +11,7 @@ import { providerDeleted } from './audit.js';
 import { kindOf } from './kinds.js';
 import { changeProvider, createProvider, mustGet, type AuditWriter } from './save.js';
 import { deleteProvider, listProviders } from './store.js';
-import { takeoverWarningSchema } from './takeover.js';
+import type { TakeoverWarning } from './takeover.js';
 import type { ProviderInput, ProviderRow, SsoContext } from '../types.js';
 
 export const providerFields = {
@@ -43,6 +43,10 @@ const patchBody = {
   properties: { ...providerFields, refresh_metadata: { type: 'boolean' } },
 } as const;
 
+// The answers to POST and PATCH add, last and only when the write moved someone, `warnings`:
+// [{code: "takes_over_subdomain", domain, provider_id, provider_name, provider_domain, message}],
+// the users of a subdomain another live provider served who sign in through this one from now on
+// (providers/takeover.ts). Not declared below, so the provider's own fields keep their order.
 const providerResponse = {
   type: 'object',
   additionalProperties: true,
@@ -53,11 +57,6 @@ const providerResponse = {
     enabled: { type: 'boolean' },
     draft: { type: 'boolean', description: 'made through a setup link and not activated yet: disabled, never routed to' },
     domains: { type: 'array', items: { type: 'string' } },
-    warnings: {
-      type: 'array',
-      description: 'in the answers to POST and PATCH only: users of a subdomain that this write moved to the provider from another live provider (it enabled the provider, or added domains to an enabled one); empty when nobody moved',
-      items: takeoverWarningSchema,
-    },
   },
 } as const;
 
@@ -82,6 +81,9 @@ export function presentProvider(ctx: SsoContext, p: ProviderRow): Record<string,
   };
 }
 
+/** `warnings` in an answer only when the write moved users from another provider (see providerResponse). */
+const moved = (warnings: TakeoverWarning[]) => (warnings.length ? { warnings } : {});
+
 /** The owner's changes are recorded with the request's owner and token. */
 const ownerAudit = (req: FastifyRequest, ref: string): AuditWriter => (c, e) => recordAudit(c, req, ref, e);
 
@@ -100,7 +102,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
       const id = randomUUID();
       const { provider: created, warnings } = await createProvider(ctx, project.ref, id, req.body, ownerAudit(req, project.ref));
       req.log.info({ project: project.ref, provider: id, kind: req.body.kind }, 'sso provider created');
-      return reply.code(201).send({ ...presentProvider(ctx, created), warnings });
+      return reply.code(201).send({ ...presentProvider(ctx, created), ...moved(warnings) });
     },
   );
 
@@ -130,7 +132,7 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
       const existing = await mustGet(ctx, project.ref, req.params.id);
       const { provider: changed, warnings } = await changeProvider(ctx, project.ref, existing, req.body, ownerAudit(req, project.ref));
       req.log.info({ project: project.ref, provider: existing.id }, 'sso provider updated');
-      return { ...presentProvider(ctx, changed), warnings };
+      return { ...presentProvider(ctx, changed), ...moved(warnings) };
     },
   );
 
