@@ -8,6 +8,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IDP_REQUEST_FAILED } from '../../src/sso/setup/explain.js';
 import { eventually } from '../helpers/env.js';
 import { signInThrough, startOidcIdp, startSignIn, exchangeCode, type OidcIdp } from '../helpers/oidc-idp.js';
 import { postToAcs, readAuthnRequest, TestIdp } from '../helpers/saml-idp.js';
@@ -284,7 +285,7 @@ describe("a test sign-in's answer carries no network detail", () => {
     return { url, hits, stop };
   }
 
-  it('explains a failed token exchange with one generic sentence, whatever the token endpoint did (refused address, closed port, HTML, odd JSON), and an IdP error by its code only', async () => {
+  it('explains a failed token exchange with one generic sentence, whatever the token endpoint did (refused address, closed port, HTML, odd JSON), and an IdP error by its code only; a real sign-in too', async () => {
     const project = await svc.project('enterprise');
     let tokenEndpoint = '';
     // an OIDC "IdP" whose discovery document sends the token request wherever the test says
@@ -356,6 +357,20 @@ describe("a test sign-in's answer carries no network detail", () => {
       const refused = await run(`${oauthError.url}/token`);
       expect(refused).toMatchObject({ ok: false, problem: { check: 'client', detail: 'The identity provider refused the code exchange: invalid_client.' } });
       leaks(refused, '10.1.2.3', 'internal-realm', 'client unknown');
+
+      // a live provider's real sign-in tells the browser no more (after an activation, the
+      // holder's IdP still chooses the endpoints)
+      tokenEndpoint = `http://127.0.0.1:${closedPort}/token`;
+      const live = await svc.api(project.ownerToken, 'POST', providersOf(project), { kind: 'oidc', name: 'Live', domains: ['live-net.test'], issuer: fake.url, client_id: 'c', client_secret: 's' });
+      expect(live.status, JSON.stringify(live.body)).toBe(201);
+      const started = await startSignIn(project, { provider_id: live.body.id }, 'http://localhost:3000/cb');
+      const auth = new URL(started.url!);
+      const callback = new URL(auth.searchParams.get('redirect_uri')!);
+      callback.searchParams.set('code', 'the-code');
+      callback.searchParams.set('state', auth.searchParams.get('state')!);
+      const res = await fetch(callback, { redirect: 'manual' });
+      const landed = new URL(res.headers.get('location')!);
+      expect([landed.searchParams.get('error'), landed.searchParams.get('error_description')]).toEqual(['sso_failed', IDP_REQUEST_FAILED]);
     } finally {
       await Promise.all([fake.stop(), internal.stop(), html.stop(), oddJson.stop(), oauthError.stop()]);
     }

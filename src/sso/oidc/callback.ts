@@ -59,15 +59,17 @@ function isTokenCheck(err: unknown): boolean {
 }
 
 /**
- * The reason a setup link's holder is told about a failed test sign-in (docs/sso.md, "Setup
- * links"). The issuer is the holder's choice, and its discovery document names the token,
- * userinfo and JWKS endpoints the service then calls, so a failure of those requests (network
- * error, refused address, timeout, an answer that is not OAuth, a discovery redone here) is one
- * generic sentence: no `fetch failed`, no error code of the network, no address, nothing of what
- * an unexpected answer looked like, and of the IdP's error answer its code only. What the IdP said
- * through the browser, and the checks of the ID token, are shown as they are.
+ * The reason the browser is told: a setup link's holder about a failed test sign-in (docs/sso.md,
+ * "Setup links"), or the app in error_description. The issuer is the choice of whoever set the
+ * provider up (a link's holder included), and its discovery document names the token, userinfo
+ * and JWKS endpoints the service then calls, so a failure of those requests (network error,
+ * refused address, timeout, an answer that is not OAuth, a discovery redone here) is one generic
+ * sentence: no `fetch failed`, no error code of the network, no address, nothing of what an
+ * unexpected answer looked like, and of the IdP's error answer its code only. What the IdP said
+ * through the browser, and the checks of the ID token, are told as they are. The log keeps the
+ * exact reason (describe).
  */
-function describeForHolder(err: unknown): { reason: string; backChannel: boolean } {
+function publicReason(err: unknown): { reason: string; backChannel: boolean } {
   if (err instanceof client.AuthorizationResponseError) return { reason: describe(err), backChannel: false };
   if (err instanceof client.ResponseBodyError || err instanceof client.WWWAuthenticateChallengeError) {
     const code = idpError(err);
@@ -145,12 +147,13 @@ export function registerOidcCallback(app: FastifyInstance, ctx: SsoContext): voi
         const reason = describe(err);
         req.log.info({ provider: provider.id, flow: flow.id, reason }, 'oidc answer refused');
         if (flow.setup_link_id) {
-          const told = describeForHolder(err);
+          const told = publicReason(err);
           const values = setupValues(ctx, project.ref, provider.id, provider.domains);
           const explanation = told.backChannel ? explainIdpRequest(told.reason) : explainOidc(told.reason, idpError(err), values);
           return reply.redirect(await finishTest(ctx, req.log, flow, provider, { ok: false, explanation }), 303);
         }
-        return reply.redirect(failureRedirect(flow.redirect_to, 'sso_failed', reason), 303);
+        // also after a link's activation, its holder must not be able to probe through real sign-ins
+        return reply.redirect(failureRedirect(flow.redirect_to, 'sso_failed', publicReason(err).reason), 303);
       }
       if (flow.setup_link_id) return reply.redirect(await finishTest(ctx, req.log, flow, provider, { ok: true, claims }), 303);
       return reply.redirect(await completeSignIn(ctx, flow, provider, claims), 303);
