@@ -65,6 +65,7 @@ export const catalogue = {
   invalid_redirect: [400, 'The redirect address is not allowed.'],
   email_exists: [422, 'An account with that email exists and the linking rules did not allow linking.'],
   email_domain_not_allowed: [403, "The identity provider returned an email outside the provider's domains."],
+  email_domain_other_provider: [403, 'The identity provider returned an email of a domain that another, more specific SSO provider of this project serves; only that provider may sign in its users.'],
   invalid_saml_response: [400, 'The SAML response did not validate.'],
   signup_disabled: [403, 'Sign-ups are disabled for this provider or project.'],
   user_banned: [403, 'The user is banned.'],

@@ -16,7 +16,8 @@ import { completeSignIn, failureRedirect } from '../sign-in/complete.js';
 import type { FlowRow, ProviderRow, SsoContext } from '../types.js';
 import { configurationFor } from './discovery.js';
 import { oidcCallbackUrl, oidcSettings, openClientSecret } from './settings.js';
-import { explainOidc } from '../setup/explain.js';
+import { IdpFetchError } from '../idp-fetch.js';
+import { explainIdpRequest, explainOidc, IDP_REQUEST_FAILED } from '../setup/explain.js';
 import { finishTest, setupValues } from '../setup/test-flow.js';
 
 // Claims about the token rather than the user; not kept as identity data.
@@ -40,6 +41,43 @@ function describe(err: unknown): string {
     about = c.claim ?? c.attribute;
   }
   return `The identity provider's answer did not validate: ${e.message ?? 'unknown error'}${typeof about === 'string' ? ` (${about})` : ''}${e.code ? ` [${e.code}]` : ''}.`;
+}
+
+// Failures that are about what the ID token (or the browser's callback parameters) says, not about
+// how one of the service's requests went: shown to a setup link's holder as they are.
+const TOKEN_CHECK_CODES = new Set(['OAUTH_JWT_CLAIM_COMPARISON_FAILED', 'OAUTH_JWT_TIMESTAMP_CHECK_FAILED', 'OAUTH_KEY_SELECTION_FAILED']);
+
+function isTokenCheck(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, i = 0; e && typeof e === 'object' && i < 5; e = e.cause as typeof e, i++) {
+    if (typeof e.code === 'string' && TOKEN_CHECK_CODES.has(e.code)) return true;
+    // oauth4webapi's INVALID_RESPONSE is about the ID token when its cause holds the claims or the
+    // key, about the callback when it holds the parameters, and about a response's body otherwise
+    const cause = e.cause as Record<string, unknown> | undefined;
+    if (e.code === 'OAUTH_INVALID_RESPONSE' && cause && typeof cause === 'object' && ('claims' in cause || 'key' in cause || 'parameters' in cause)) return true;
+  }
+  return false;
+}
+
+/**
+ * The reason the browser is told: a setup link's holder about a failed test sign-in (docs/sso.md,
+ * "Setup links"), or the app in error_description. The issuer is the choice of whoever set the
+ * provider up (a link's holder included), and its discovery document names the token, userinfo
+ * and JWKS endpoints the service then calls, so a failure of those requests (network error,
+ * refused address, timeout, an answer that is not OAuth, a discovery redone here) is one generic
+ * sentence: no `fetch failed`, no error code of the network, no address, nothing of what an
+ * unexpected answer looked like, and of the IdP's error answer its code only. What the IdP said
+ * through the browser, and the checks of the ID token, are told as they are. The log keeps the
+ * exact reason (describe).
+ */
+function publicReason(err: unknown): { reason: string; backChannel: boolean } {
+  if (err instanceof client.AuthorizationResponseError) return { reason: describe(err), backChannel: false };
+  if (err instanceof client.ResponseBodyError || err instanceof client.WWWAuthenticateChallengeError) {
+    const code = idpError(err);
+    return { reason: `The identity provider refused the code exchange${code && /^[a-z_]{1,64}$/.test(code) ? `: ${code}` : ''}.`, backChannel: false };
+  }
+  if (isTokenCheck(err)) return { reason: describe(err), backChannel: false };
+  if (err instanceof IdpFetchError) return { reason: err.generic, backChannel: true };
+  return { reason: IDP_REQUEST_FAILED, backChannel: true };
 }
 
 /** The IdP's own OAuth error code, when it answered with one. */
@@ -111,10 +149,13 @@ export function registerOidcCallback(app: FastifyInstance, ctx: SsoContext): voi
         const reason = describe(err);
         req.log.info({ provider: provider.id, flow: flow.id, reason }, 'oidc answer refused');
         if (flow.setup_link_id) {
-          const explanation = explainOidc(reason, idpError(err), setupValues(ctx, project.ref, provider.id, provider.domains));
+          const told = publicReason(err);
+          const values = setupValues(ctx, project.ref, provider.id, provider.domains);
+          const explanation = told.backChannel ? explainIdpRequest(told.reason) : explainOidc(told.reason, idpError(err), values);
           return reply.redirect(await finishTest(ctx, req.log, flow, provider, { ok: false, explanation }), 303);
         }
-        return reply.redirect(failureRedirect(flow.redirect_to, 'sso_failed', reason), 303);
+        // also after a link's activation, its holder must not be able to probe through real sign-ins
+        return reply.redirect(failureRedirect(flow.redirect_to, 'sso_failed', publicReason(err).reason), 303);
       }
       if (flow.setup_link_id) return reply.redirect(await finishTest(ctx, req.log, flow, provider, { ok: true, claims }), 303);
       return reply.redirect(await completeSignIn(ctx, flow, provider, claims), 303);

@@ -11,6 +11,7 @@ import { providerDeleted } from './audit.js';
 import { kindOf } from './kinds.js';
 import { changeProvider, createProvider, mustGet, type AuditWriter } from './save.js';
 import { deleteProvider, listProviders } from './store.js';
+import type { TakeoverWarning } from './takeover.js';
 import type { ProviderInput, ProviderRow, SsoContext } from '../types.js';
 
 export const providerFields = {
@@ -42,6 +43,10 @@ const patchBody = {
   properties: { ...providerFields, refresh_metadata: { type: 'boolean' } },
 } as const;
 
+// The answers to POST and PATCH add, last and only when the write moved someone, `warnings`:
+// [{code: "takes_over_subdomain", domain, provider_id, provider_name, provider_domain, message}],
+// the users of a subdomain another live provider served who sign in through this one from now on
+// (providers/takeover.ts). Not declared below, so the provider's own fields keep their order.
 const providerResponse = {
   type: 'object',
   additionalProperties: true,
@@ -76,6 +81,9 @@ export function presentProvider(ctx: SsoContext, p: ProviderRow): Record<string,
   };
 }
 
+/** `warnings` in an answer only when the write moved users from another provider (see providerResponse). */
+const moved = (warnings: TakeoverWarning[]) => (warnings.length ? { warnings } : {});
+
 /** The owner's changes are recorded with the request's owner and token. */
 const ownerAudit = (req: FastifyRequest, ref: string): AuditWriter => (c, e) => recordAudit(c, req, ref, e);
 
@@ -91,9 +99,9 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
     async (req, reply) => {
       const project = guardedProject(req);
       const id = randomUUID();
-      const created = await createProvider(ctx, project.ref, id, req.body, ownerAudit(req, project.ref));
+      const { provider: created, warnings } = await createProvider(ctx, project.ref, id, req.body, ownerAudit(req, project.ref));
       req.log.info({ project: project.ref, provider: id, kind: req.body.kind }, 'sso provider created');
-      return reply.code(201).send(presentProvider(ctx, created));
+      return reply.code(201).send({ ...presentProvider(ctx, created), ...moved(warnings) });
     },
   );
 
@@ -121,9 +129,9 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
     async (req) => {
       const project = guardedProject(req);
       const existing = await mustGet(ctx, project.ref, req.params.id);
-      const changed = await changeProvider(ctx, project.ref, existing, req.body, ownerAudit(req, project.ref));
+      const { provider: changed, warnings } = await changeProvider(ctx, project.ref, existing, req.body, ownerAudit(req, project.ref));
       req.log.info({ project: project.ref, provider: existing.id }, 'sso provider updated');
-      return presentProvider(ctx, changed);
+      return { ...presentProvider(ctx, changed), ...moved(warnings) };
     },
   );
 

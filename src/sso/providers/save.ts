@@ -9,7 +9,9 @@ import type { AuditEvent } from '../../projects/index.js';
 import { normalizeDomain } from '../sign-in/domain-routing.js';
 import { providerCreated, providerUpdated } from './audit.js';
 import { kindOf } from './kinds.js';
+import { lockLinkOfProvider } from '../setup/links.js';
 import { getProvider, insertProvider, setDomains, updateProvider } from './store.js';
+import { takeoverWarnings, type TakeoverWarning } from './takeover.js';
 import type { ProviderInput, ProviderRow, SsoContext } from '../types.js';
 
 /** Writes the audit entry of a change, in the change's transaction. */
@@ -47,16 +49,27 @@ export async function mustGet(ctx: SsoContext, ref: string, id: string): Promise
 
 export type CreateInput = ProviderInput & { kind: ProviderRow['kind']; name: string; domains: string[] };
 
+/** A saved provider, and the users of other live providers that moved to it by this write. */
+export interface Saved {
+  provider: ProviderRow;
+  warnings: TakeoverWarning[];
+}
+
+/** The audit entry of a write that moved users from other providers names those providers. */
+const withTakeover = (e: AuditEvent, warnings: TakeoverWarning[]): AuditEvent =>
+  warnings.length ? { ...e, details: { ...e.details, takes_over_from: warnings.map((w) => ({ domain: w.domain, provider_id: w.provider_id })) } } : e;
+
 /**
  * Validates (the kind may reach the IdP: discovery, metadata download) and inserts a provider with
  * its domains and audit entry in one transaction. A draft is stored disabled and marked as such.
  */
-export async function createProvider(ctx: SsoContext, ref: string, id: string, b: CreateInput, audit: AuditWriter, opts: { draft?: boolean; guard?: WriteGuard } = {}): Promise<ProviderRow> {
+export async function createProvider(ctx: SsoContext, ref: string, id: string, b: CreateInput, audit: AuditWriter, opts: { draft?: boolean; guard?: WriteGuard } = {}): Promise<Saved> {
   const kind = kindOf(b.kind);
   checkKindFields(b.kind, b);
   if (b.refresh_metadata !== undefined) throw new ApiError('validation_failed', 'refresh_metadata is a PATCH option.');
   const domains = normalizeDomains(b.domains);
   const columns = await kind.prepare(ctx, id, b);
+  let warnings: TakeoverWarning[] = [];
   await withTransaction(ctx.db, async (c) => {
     await opts.guard?.(c);
     await insertProvider(c, {
@@ -72,18 +85,30 @@ export async function createProvider(ctx: SsoContext, ref: string, id: string, b
       ...columns,
     });
     await setDomains(c, ref, id, domains);
-    await audit(c, providerCreated(id, b.kind, b, columns, domains));
+    // an enabled provider serves its domains at once: users of a subdomain may move to it
+    const live = !opts.draft && b.enabled !== false;
+    warnings = live ? await takeoverWarnings(c, ref, domains, { exclude: id, moment: 'now' }) : [];
+    await audit(c, withTakeover(providerCreated(id, b.kind, b, columns, domains), warnings));
   });
-  return mustGet(ctx, ref, id);
+  return { provider: await mustGet(ctx, ref, id), warnings };
 }
 
-/** Validates and applies a change; `enabled: true` on a draft makes it a live provider. */
-export async function changeProvider(ctx: SsoContext, ref: string, existing: ProviderRow, b: ProviderInput, audit: AuditWriter, opts: { guard?: WriteGuard } = {}): Promise<ProviderRow> {
+/**
+ * Validates and applies a change; `enabled: true` on a draft makes it a live provider, which uses
+ * up the setup link that made it (migration 101's trigger marks the link, in this transaction).
+ */
+export async function changeProvider(ctx: SsoContext, ref: string, existing: ProviderRow, b: ProviderInput, audit: AuditWriter, opts: { guard?: WriteGuard } = {}): Promise<Saved> {
   checkKindFields(existing.kind, b);
   const domains = b.domains !== undefined ? normalizeDomains(b.domains) : undefined;
   const columns = await kindOf(existing.kind).prepare(ctx, existing.id, b, existing);
+  let warnings: TakeoverWarning[] = [];
   await withTransaction(ctx.db, async (c) => {
     await opts.guard?.(c);
+    // the link's row before the provider's, like every write through a link (no deadlock with one)
+    if (b.enabled === true) await lockLinkOfProvider(c, existing.id);
+    // what it served before this write, read under the row's lock (not the caller's earlier read)
+    const was = (await c.query<{ enabled: boolean }>('select enabled from sso_providers where id = $1 for update', [existing.id])).rows[0];
+    const before = (await c.query<{ domain: string }>('select domain from sso_domains where provider_id = $1', [existing.id])).rows.map((r) => r.domain);
     await updateProvider(c, existing.id, {
       name: b.name,
       enabled: b.enabled,
@@ -94,7 +119,14 @@ export async function changeProvider(ctx: SsoContext, ref: string, existing: Pro
       ...columns,
     });
     if (domains) await setDomains(c, ref, existing.id, domains);
-    await audit(c, providerUpdated(existing, b, columns, domains));
+    // the domains this write puts live: all of them when it enables the provider, else those added
+    // to an enabled one; users of a subdomain another live provider served move to it
+    if (was && (b.enabled ?? was.enabled)) {
+      const after = domains ?? before;
+      const moved = was.enabled ? after.filter((d) => !before.includes(d)) : after;
+      warnings = await takeoverWarnings(c, ref, moved, { exclude: existing.id, moment: 'now' });
+    }
+    await audit(c, withTakeover(providerUpdated(existing, b, columns, domains), warnings));
   });
-  return mustGet(ctx, ref, existing.id);
+  return { provider: await mustGet(ctx, ref, existing.id), warnings };
 }

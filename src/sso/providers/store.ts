@@ -26,14 +26,31 @@ export async function listProviders(db: Db, ref: string): Promise<ProviderRow[]>
   return r.rows;
 }
 
+export interface RoutedDomain {
+  /** the provider domain that matched (the most specific one) */
+  domain: string;
+  provider_id: string;
+  provider_name: string;
+}
+
+/**
+ * Domain routing, the one rule for both directions: which provider `domain` (an email's domain) is
+ * sent to at sign-in, and so the only provider whose assertions of an email in it are accepted.
+ * The most specific domain among the project's enabled providers wins; `asLive` (a setup link's
+ * draft under test) is counted as if it were enabled.
+ */
+export async function routedDomain(db: Db, ref: string, domain: string, asLive?: string): Promise<RoutedDomain | null> {
+  const r = await db.query<RoutedDomain>(
+    `select d.domain, d.provider_id, p.name as provider_name from sso_domains d join sso_providers p on p.id = d.provider_id
+      where d.project_ref = $1 and (p.enabled or p.id = $3::uuid) and d.domain = any($2)`,
+    [ref, candidateDomains(domain), asLive && isUuid(asLive) ? asLive : null],
+  );
+  return mostSpecific(domain, r.rows) ?? null;
+}
+
 /** The enabled provider whose domain is the most specific match for `domain`. */
 export async function providerForDomain(db: Db, ref: string, domain: string): Promise<ProviderRow | null> {
-  const r = await db.query(
-    `select d.domain, d.provider_id from sso_domains d join sso_providers p on p.id = d.provider_id
-      where d.project_ref = $1 and p.enabled and d.domain = any($2)`,
-    [ref, candidateDomains(domain)],
-  );
-  const best = mostSpecific(domain, r.rows as { domain: string; provider_id: string }[]);
+  const best = await routedDomain(db, ref, domain);
   return best ? getProvider(db, ref, best.provider_id) : null;
 }
 

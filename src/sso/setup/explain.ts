@@ -16,8 +16,10 @@ export type CheckName =
   | 'encryption'
   | 'email_missing'
   | 'domain'
+  | 'domain_other_provider'
   | 'in_response_to'
   | 'idp_refused'
+  | 'idp_request'
   | 'client'
   | 'token'
   | 'other';
@@ -28,7 +30,10 @@ export interface Explanation {
   title: string;
   /** what to change at the IdP */
   fix: string;
-  /** the service's exact reason (no secrets, no document contents) */
+  /**
+   * the service's exact reason (no secrets, no document contents), except for the service's own
+   * requests to the IdP: no network detail there (explainIdpRequest)
+   */
   detail: string;
 }
 
@@ -140,12 +145,23 @@ export function explainOidc(reason: string, idpError: string | undefined, v: Set
 }
 
 /** The claims came back but lack what a sign-in needs. */
-export function explainClaims(problem: 'email_missing' | 'domain', v: SetupValues & { domain?: string; emailAttribute?: string }): Omit<Explanation, 'detail'> {
+export function explainClaims(
+  problem: 'email_missing' | 'domain' | 'domain_other_provider',
+  v: SetupValues & { domain?: string; emailAttribute?: string; otherProviderDomain?: string },
+): Omit<Explanation, 'detail'> {
   if (problem === 'email_missing') {
     return {
       check: 'email_missing',
       title: 'No email address came back.',
       fix: `Release the user's email address to this application (SAML: an attribute named ${v.emailAttribute ?? 'email'}, or the NameID; OIDC: the email scope and claim), or map the attribute that carries it below.`,
+    };
+  }
+  if (problem === 'domain_other_provider') {
+    const other = v.otherProviderDomain ?? 'that domain';
+    return {
+      check: 'domain_other_provider',
+      title: `The email address is in ${v.domain ?? 'a domain'}, whose users sign in through another SSO provider of this service (the one for ${other}), so this provider may not sign them in.`,
+      fix: `Test with a user of ${(v.domains ?? []).join(', ')} outside ${other}. The users of ${other} keep signing in through their own provider even after this one is activated; if they should move to this one, ask the owner of the service.`,
     };
   }
   return {
@@ -154,3 +170,37 @@ export function explainClaims(problem: 'email_missing' | 'domain', v: SetupValue
     fix: `Sign in with a user of ${(v.domains ?? []).join(', ')}; to add a domain, ask the owner of the service for a new setup link.`,
   };
 }
+
+/**
+ * What the link holder is told when the service's own requests to the IdP failed (the token,
+ * userinfo or signing-key requests, or discovery redone at sign-in): the addresses are the
+ * holder's choice (the issuer, and the endpoints its discovery document names), so whatever
+ * happened there (refused address, connection refused, timeout, an answer that is not OpenID
+ * Connect) is one sentence, never the network's error, an address or the shape of an answer: the
+ * test sign-in cannot be used to map which internal hosts answer and how.
+ */
+export const IDP_REQUEST_FAILED = 'The service could not complete its requests to the identity provider (token, userinfo or signing keys): no usable answer came back.';
+
+export function explainIdpRequest(detail: string = IDP_REQUEST_FAILED): Explanation {
+  return {
+    check: 'idp_request',
+    title: 'The service could not complete its requests to the identity provider.',
+    fix: "Check that the endpoints the IdP's discovery document names (token_endpoint, userinfo_endpoint, jwks_uri) are public HTTPS addresses the service can reach, and that they answer as an OpenID Connect provider does.",
+    detail,
+  };
+}
+
+// Network detail in a reason: error codes of the network stack and of undici, the guard's refusal,
+// fetch's own words, IP addresses. (Not URLs: an IdP's own error description may quote one, such
+// as the redirect URI it expected, and that came through the browser, not the service's network.)
+const NETWORK_DETAIL =
+  /fetch failed|\b(?:ECONN\w*|ENOTFOUND|EAI_\w+|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|UND_ERR\w*|ERR_\w+)\b|socket hang up|other side closed|OUTBOUND_ALLOW_CIDRS|resolves to an? |refused: |\b(?:\d{1,3}\.){3}\d{1,3}\b|\[[0-9a-f]*:[0-9a-f:.]*\]/i;
+
+/**
+ * The last guard before an explanation reaches the link holder (stored and shown): one whose
+ * detail still carries network detail, from whatever path, becomes explainIdpRequest.
+ */
+export function withoutNetworkDetailIn(e: Explanation): Explanation {
+  return NETWORK_DETAIL.test(e.detail) ? explainIdpRequest() : e;
+}
+

@@ -1,6 +1,12 @@
-// SSO setup links in the control database (migrations/100_sso_setup_links.sql). A link is found by
-// the SHA-256 of its secret, never by the secret itself; its state is computed here, in one place:
-// revoked, used (its provider was activated, by the link or by the owner), expired, or active.
+// SSO setup links in the control database (migrations/100_sso_setup_links.sql, 101_setup_link_used.sql).
+// A link is found by the SHA-256 of its secret, never by the secret itself; its state is computed
+// here, in one place (SELECT below): revoked, used, expired, or active.
+//
+// A link is single-use. `used_at` is stored the moment its provider goes live, whichever way (the
+// link's activation, the owner's PATCH {"enabled": true}, any other write that enables the provider
+// or makes it a non-draft): a trigger on sso_providers sets it in the same transaction (migration
+// 101). Nothing clears it, so deleting the provider later never makes the link usable again. A draft
+// the owner deletes before it ever went live leaves the link as it was (nothing went live).
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Pool } from '../../db/index.js';
@@ -21,6 +27,8 @@ export interface LinkRow {
   expires_at: Date;
   revoked_at: Date | null;
   activated_at: Date | null;
+  /** when its provider went live (by the link or by the owner); never cleared */
+  used_at: Date | null;
   state: LinkState;
 }
 
@@ -28,13 +36,14 @@ export interface LinkRow {
 export const newLinkSecret = () => randomToken('ssl_', 32);
 const SECRET = /^ssl_[A-Za-z0-9_-]{43}$/;
 
-// "used" also covers a draft the owner enabled through the Management API: the link's work is done.
-const SELECT = `select l.id, l.project_ref, l.kind, l.domains, l.provider_id, l.created_at, l.expires_at, l.revoked_at, l.activated_at,
+// The one place a link's state is decided. "used" is what is stored, never what the provider looks
+// like now: a provider deleted after it went live leaves its link used.
+const SELECT = `select l.id, l.project_ref, l.kind, l.domains, l.provider_id, l.created_at, l.expires_at, l.revoked_at, l.activated_at, l.used_at,
   case when l.revoked_at is not null then 'revoked'
-       when l.activated_at is not null or coalesce(p.draft = false, false) then 'used'
+       when l.used_at is not null then 'used'
        when l.expires_at <= now() then 'expired'
        else 'active' end as state
-  from sso_setup_links l left join sso_providers p on p.id = l.provider_id`;
+  from sso_setup_links l`;
 
 /** The URL the owner hands out: the secret is in the fragment, which browsers never send, so it stays out of access logs and Referer headers. */
 export const setupUrl = (ctx: Pick<SsoContext, 'cfg'>, secret: string) => `${ctx.cfg.publicUrl}/dashboard/sso-setup.html#${secret}`;
@@ -82,6 +91,16 @@ export async function lockLink(c: pg.PoolClient, id: string): Promise<LinkRow | 
   return r.rows[0] ?? null;
 }
 
+/**
+ * Locks the row of the link that reserved `providerId`, if any, before a write that may make that
+ * provider live: the trigger of migration 101 then marks it used without waiting, and the lock
+ * order is the link's row before the provider's, as in every write through a link (page-routes.ts
+ * stillUsable, the owner's revocation), so the two cannot deadlock.
+ */
+export async function lockLinkOfProvider(c: pg.PoolClient, providerId: string): Promise<void> {
+  if (UUID.test(providerId)) await c.query('select 1 from sso_setup_links where provider_id = $1 for update', [providerId]);
+}
+
 export async function listLinks(db: Db, ref: string): Promise<LinkRow[]> {
   const r = await db.query(`${SELECT} where l.project_ref = $1 order by l.created_at desc, l.id`, [ref]);
   return r.rows;
@@ -92,7 +111,11 @@ export async function revokeLink(c: Db, id: string): Promise<boolean> {
   return (r.rowCount ?? 0) > 0;
 }
 
-/** Marks the link used, only if nothing else did first (a second activation finds nothing). */
+/**
+ * Records that the link itself activated its provider, only if nothing else did first (a second
+ * activation finds nothing). `used_at` was already set, by the trigger, when the provider was
+ * enabled in the same transaction just before.
+ */
 export async function markActivated(c: Db, id: string): Promise<boolean> {
   const r = await c.query('update sso_setup_links set activated_at = now() where id = $1 and activated_at is null and revoked_at is null and expires_at > now()', [id]);
   return (r.rowCount ?? 0) > 0;
@@ -110,5 +133,6 @@ export function presentLink(l: LinkRow): Record<string, unknown> {
     expires_at: l.expires_at,
     revoked_at: l.revoked_at,
     activated_at: l.activated_at,
+    used_at: l.used_at,
   };
 }

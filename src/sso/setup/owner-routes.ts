@@ -10,7 +10,7 @@ import { errorSchema, guardedProject, noQuery, refParams, TEXT } from '../../htt
 import { recordAudit } from '../../projects/index.js';
 import { normalizeDomains } from '../providers/save.js';
 import { deleteProvider, getProvider } from '../providers/store.js';
-import { mostSpecific } from '../sign-in/domain-routing.js';
+import { takeoverWarnings, takeoverWarningSchema } from '../providers/takeover.js';
 import type { SsoContext } from '../types.js';
 import { insertLink, linkById, listLinks, presentLink, revokeLink, setupUrl, type LinkKind } from './links.js';
 
@@ -39,7 +39,8 @@ const linkSchema = {
     created_at: { type: 'string', format: 'date-time' },
     expires_at: { type: 'string', format: 'date-time' },
     revoked_at: { type: ['string', 'null'], format: 'date-time' },
-    activated_at: { type: ['string', 'null'], format: 'date-time' },
+    activated_at: { type: ['string', 'null'], format: 'date-time', description: 'when the link holder activated the provider' },
+    used_at: { type: ['string', 'null'], format: 'date-time', description: "when the link's provider went live, by the link or by the owner; a link works once, whatever happens to the provider later" },
   },
 } as const;
 
@@ -50,56 +51,10 @@ const createdSchema = {
     warnings: {
       type: 'array',
       description: "only in the answer to POST: live providers whose users of a subdomain would move to the link's provider once it is activated",
-      items: {
-        type: 'object',
-        properties: {
-          code: { type: 'string', enum: ['takes_over_subdomain'] },
-          domain: { type: 'string', description: "the link's domain" },
-          provider_id: { type: 'string' },
-          provider_name: { type: 'string' },
-          provider_domain: { type: 'string', description: "the live provider's (parent) domain" },
-          message: { type: 'string' },
-        },
-      },
+      items: takeoverWarningSchema,
     },
   },
 } as const;
-
-export interface TakeoverWarning {
-  code: 'takes_over_subdomain';
-  domain: string;
-  provider_id: string;
-  provider_name: string;
-  provider_domain: string;
-  message: string;
-}
-
-/**
- * Sign-in picks the most specific domain (sign-in/domain-routing.ts), so a link for eu.acme.com
- * while a live provider serves acme.com is allowed (the owner chose the domains) but, once
- * activated, moves the eu.acme.com users to the new provider: said in the answer. A link for a
- * parent of a live domain moves nobody (the live, more specific one keeps its users).
- */
-async function takeoverWarnings(ctx: SsoContext, ref: string, domains: string[]): Promise<TakeoverWarning[]> {
-  const live = await ctx.db.query<{ domain: string; id: string; name: string }>(
-    'select d.domain, p.id, p.name from sso_domains d join sso_providers p on p.id = d.provider_id where d.project_ref = $1 and p.enabled and not p.draft order by d.domain',
-    [ref],
-  );
-  const out: TakeoverWarning[] = [];
-  for (const domain of domains) {
-    const parent = mostSpecific(domain, live.rows.filter((r) => r.domain !== domain));
-    if (!parent) continue;
-    out.push({
-      code: 'takes_over_subdomain',
-      domain,
-      provider_id: parent.id,
-      provider_name: parent.name,
-      provider_domain: parent.domain,
-      message: `Users of ${domain} now sign in through the live provider "${parent.name}" (${parent.domain}); once this link's provider is activated, they sign in through it instead.`,
-    });
-  }
-  return out;
-}
 
 const idParams = { type: 'object', required: ['ref', 'id'], properties: { ...refParams.properties, id: { type: 'string', maxLength: 64 } } } as const;
 
@@ -117,7 +72,7 @@ export async function registerSetupLinkOwnerRoutes(app: FastifyInstance, ctx: Ss
       // Said now rather than when the admin saves: a domain another provider serves cannot be set up.
       const taken = await ctx.db.query('select domain from sso_domains where project_ref = $1 and domain = any($2) limit 1', [project.ref, domains]);
       if (taken.rowCount) throw new ApiError('sso_domain_taken', `The domain ${taken.rows[0].domain} is already bound to a provider of this project.`);
-      const warnings = await takeoverWarnings(ctx, project.ref, domains);
+      const warnings = await takeoverWarnings(ctx.db, project.ref, domains, { moment: 'link' });
       const { id, secret } = await withTransaction(ctx.db, async (c) => {
         const made = await insertLink(c, project.ref, { kind: req.body.kind, domains, ttlMs: req.body.expires_in_days * DAY, tokenId: req.ownerTokenId ?? null });
         await recordAudit(c, req, project.ref, {

@@ -23,18 +23,19 @@ import { kindOf } from '../providers/kinds.js';
 import { providerUpdated } from '../providers/audit.js';
 import { changeProvider, createProvider, mustGet, type AuditWriter, type WriteGuard } from '../providers/save.js';
 import { deleteProvider, getProvider } from '../providers/store.js';
+import { takeoverWarnings, type TakeoverWarning } from '../providers/takeover.js';
 import { EMAIL_NAMEID_FORMAT } from '../saml/core/index.js';
 import { acsUrl, spMetadataUrl } from '../saml/settings.js';
 import { insertFlow, newFlowId } from '../sign-in/flows.js';
 import type { AuthProject, ProviderInput, ProviderRow, SsoContext } from '../types.js';
 import { withoutNetworkDetail } from '../idp-fetch.js';
 import { linkBySecret, lockLink, markActivated, setupPageUrl, type LinkRow } from './links.js';
-import { getTest, latestTest, testCovers, testIsCurrent } from './test-flow.js';
+import { forHolder, getTest, latestTest, testCovers, testIsCurrent } from './test-flow.js';
 
 const GONE: Record<string, string> = {
   expired: 'This setup link has expired. Ask the owner of the service for a new one.',
   revoked: 'This setup link was revoked by the owner of the service. Ask them for a new one if you still need it.',
-  used: 'This setup link was already used: the provider it set up is active. Ask the owner of the service for a new link to change it.',
+  used: 'This setup link was already used: the provider it set up was activated, and a link works only once. Ask the owner of the service for a new link to change it.',
 };
 
 declare module 'fastify' {
@@ -87,8 +88,10 @@ const stillUsable =
     const now = await lockLink(c, link.id);
     if (!now) throw new ApiError('sso_setup_link_not_found');
     if (now.state !== 'active') throw gone(now.state);
-    const p = (await c.query('select kind, draft from sso_providers where id = $1 for update', [link.provider_id])).rows[0] as { kind: ProviderRow['kind']; draft: boolean } | undefined;
-    if (p && !p.draft) throw gone('used');
+    const p = (await c.query('select kind, draft, enabled from sso_providers where id = $1 for update', [link.provider_id])).rows[0] as { kind: ProviderRow['kind']; draft: boolean; enabled: boolean } | undefined;
+    // A live provider has used its link up (migration 101), so the check above already said 410;
+    // this only keeps a link from ever writing to a provider that is not its draft.
+    if (p && (!p.draft || p.enabled)) throw new ApiError('sso_setup_conflict');
     if ((p?.kind ?? null) !== expected) throw new ApiError('sso_setup_conflict');
   };
 
@@ -143,6 +146,15 @@ const saveBody = {
 
 type SaveBody = Pick<ProviderInput, 'name' | 'issuer' | 'client_id' | 'client_secret' | 'metadata_url' | 'metadata_xml' | 'attribute_mapping'> & { kind: 'oidc' | 'saml' };
 
+/** What the owner's email says moved from other providers to the activated one. */
+function movedLines(warnings: TakeoverWarning[]): string[] {
+  if (!warnings.length) return ['No users moved from another provider: no other live provider served these domains or a parent of them.'];
+  return [
+    'Users who moved to it from another live provider (the most specific domain decides; the other provider may no longer sign them in):',
+    ...warnings.map((w) => `- users of ${w.domain}, who signed in through "${w.provider_name}" (${w.provider_domain}, id ${w.provider_id}) until now`),
+  ];
+}
+
 export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoContext): Promise<void> {
   // per client address, like the public auth endpoints (a link's secret cannot be guessed anyway)
   const config: FastifyContextConfig = { access: 'setup-link', ...limited(ctx.cfg.SSO_SETUP_RATE_LIMIT) };
@@ -192,10 +204,10 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
       try {
         if (existing) {
           // the secret is write-only: leaving it out keeps the stored one
-          saved = await changeProvider(ctx, link.project_ref, existing, fields, audit, { guard: stillUsable(link, existing.kind) });
+          saved = (await changeProvider(ctx, link.project_ref, existing, fields, audit, { guard: stillUsable(link, existing.kind) })).provider;
         } else {
           const name = b.name ?? `SSO for ${link.domains[0]}`;
-          saved = await createProvider(ctx, link.project_ref, link.provider_id, { ...fields, kind, name, domains: link.domains }, audit, { draft: true, guard: stillUsable(link, null) });
+          saved = (await createProvider(ctx, link.project_ref, link.provider_id, { ...fields, kind, name, domains: link.domains }, audit, { draft: true, guard: stillUsable(link, null) })).provider;
         }
       } catch (e) {
         // the IdP's address is the link holder's choice: what happened there is not told (docs/sso.md)
@@ -239,7 +251,7 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
       const t = await getTest(ctx, link.id, req.params.id);
       if (!t) throw new ApiError('not_found', 'No such test sign-in for this link.');
       const provider = await draftOf(ctx, link);
-      return { id: t.id, created_at: t.created_at, current: !!provider && testIsCurrent(t, provider), ...t.result };
+      return { id: t.id, created_at: t.created_at, current: !!provider && testIsCurrent(t, provider), ...forHolder(t.result) };
     },
   );
 
@@ -250,9 +262,13 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
     if (!provider || !testCovers(last, provider)) throw new ApiError('sso_setup_test_required');
     const test = last!;
     const audit = linkAudit(req, link);
-    await withTransaction(ctx.db, async (c) => {
+    const warnings = await withTransaction(ctx.db, async (c) => {
       // a revocation or activation meanwhile wins; this one then finds the link gone
       await stillUsable(link, provider.kind)(c);
+      // checked again now, not only when the link was made: a provider enabled since then for a
+      // parent domain loses its users of the link's domains to this one (said in the answer and
+      // in the owner's email)
+      const moved = await takeoverWarnings(c, link.project_ref, provider.domains, { exclude: provider.id, moment: 'now' });
       // Only the settings the passing test ran against go live: a save since then, even one whose
       // write landed after the check above, changed updated_at, so nothing is updated. (The test
       // keeps the version at JavaScript's millisecond precision.)
@@ -263,7 +279,9 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
       if (!on.rowCount) throw new ApiError('sso_setup_test_required');
       if (!(await markActivated(c, link.id))) throw gone('used');
       await audit(c, providerUpdated(provider, { enabled: true }, {}, undefined));
-      await audit(c, { action: 'sso_setup_link.activate', resourceType: 'sso_setup_link', resourceId: link.id, details: { provider_id: provider.id, kind: provider.kind, domains: provider.domains, test_id: test.id } });
+      const takesOver = moved.length ? { takes_over_from: moved.map((w) => ({ domain: w.domain, provider_id: w.provider_id })) } : {};
+      await audit(c, { action: 'sso_setup_link.activate', resourceType: 'sso_setup_link', resourceId: link.id, details: { provider_id: provider.id, kind: provider.kind, domains: provider.domains, test_id: test.id, ...takesOver } });
+      return moved;
     });
     const activated = await mustGet(ctx, link.project_ref, provider.id);
     req.log.info({ project: link.project_ref, setup_link: link.id, provider: provider.id }, 'sso provider activated through a setup link');
@@ -280,8 +298,10 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
         `Setup link: ${link.id} (it no longer works)`,
         '',
         'Users of these domains now sign in through it. To turn it off: PATCH the provider with {"enabled": false}, or use the dashboard.',
+        '',
+        ...movedLines(warnings),
       ].join('\n'),
     });
-    return { provider: presentDraft(ctx, activated), owner_notified: notice.sent };
+    return { provider: presentDraft(ctx, activated), owner_notified: notice.sent, warnings };
   });
 }

@@ -8,10 +8,11 @@ import type { FastifyBaseLogger } from 'fastify';
 import { recordSetupLinkAudit } from '../../projects/index.js';
 import type { SignInClaims } from '../sign-in/attribute-mapping.js';
 import { domainMatches, emailDomain } from '../sign-in/domain-routing.js';
+import { routedDomain } from '../providers/store.js';
 import { acsUrl, spMetadataUrl } from '../saml/settings.js';
 import { oidcCallbackUrl } from '../oidc/settings.js';
 import type { FlowRow, ProviderRow, SsoContext } from '../types.js';
-import { explainClaims, type Explanation, type SetupValues } from './explain.js';
+import { explainClaims, withoutNetworkDetailIn, type Explanation, type SetupValues } from './explain.js';
 import { linkById, setupPageUrl, type LinkRow } from './links.js';
 
 export type TestOutcome = { ok: true; claims: SignInClaims } | { ok: false; explanation: Explanation };
@@ -39,13 +40,25 @@ function shown(claims: SignInClaims): Record<string, unknown> {
   };
 }
 
-/** What a successful protocol answer still needs: an email inside the link's domains. */
-function checkClaims(ctx: SsoContext, link: LinkRow, provider: ProviderRow, claims: SignInClaims): Explanation | null {
+/**
+ * What a successful protocol answer still needs, checked as a real sign-in would once the draft is
+ * live (sign-in/user-resolution.ts): an email inside the link's domains, and domain routing
+ * choosing this provider for it, counting the draft as enabled beside the project's other enabled
+ * providers (a more specific domain served by another one is not this provider's to sign in).
+ */
+async function checkClaims(ctx: SsoContext, link: LinkRow, provider: ProviderRow, claims: SignInClaims): Promise<Explanation | null> {
   const v = setupValues(ctx, link.project_ref, provider.id, link.domains);
   const domain = claims.email ? emailDomain(claims.email) : null;
   if (!domain) return { ...explainClaims('email_missing', { ...v, emailAttribute: provider.attribute_mapping.email }), detail: 'The answer carried no usable email address.' };
   if (!link.domains.some((d) => domainMatches(domain, d))) {
     return { ...explainClaims('domain', { ...v, domain }), detail: `The email is in ${domain}; this link covers ${link.domains.join(', ')}.` };
+  }
+  const routed = await routedDomain(ctx.db, link.project_ref, domain, provider.id);
+  if (routed && routed.provider_id !== provider.id) {
+    return {
+      ...explainClaims('domain_other_provider', { ...v, domain, otherProviderDomain: routed.domain }),
+      detail: `The email is in ${domain}; sign-in sends ${domain} to the provider of ${routed.domain}, the most specific domain, so a sign-in through this provider would be refused (email_domain_other_provider).`,
+    };
   }
   return null;
 }
@@ -64,12 +77,13 @@ export async function finishTest(ctx: SsoContext, log: FastifyBaseLogger, flow: 
   let result: Record<string, unknown>;
   let ok = outcome.ok;
   if (outcome.ok) {
-    const problem = checkClaims(ctx, link, provider, outcome.claims);
+    const problem = await checkClaims(ctx, link, provider, outcome.claims);
     ok = !problem;
     result = { ok, kind: provider.kind, ...shown(outcome.claims), ...(problem ? { problem } : {}) };
   } else {
     result = { ok: false, kind: provider.kind, problem: outcome.explanation };
   }
+  result = forHolder(result);
   const id = randomUUID();
   const check = ok ? null : (result.problem as Explanation).check;
   await ctx.db.query('insert into sso_setup_tests (id, link_id, provider_id, config_version, ok, result) values ($1, $2, $3, $4, $5, $6)', [
@@ -90,6 +104,16 @@ export async function finishTest(ctx: SsoContext, log: FastifyBaseLogger, flow: 
   log.info({ project: link.project_ref, setup_link: link.id, flow: flow.id, ok, check }, 'sso setup test sign-in finished');
   page.searchParams.set('test', id);
   return page.href;
+}
+
+/**
+ * A test's result as the link holder may see it: a failure's explanation carries no network detail
+ * (explain.ts withoutNetworkDetailIn), whichever path produced it. Applied when a result is stored,
+ * and again when one is shown (a row stored before this rule).
+ */
+export function forHolder(result: Record<string, unknown>): Record<string, unknown> {
+  const problem = result.problem as Explanation | undefined;
+  return problem && typeof problem.detail === 'string' ? { ...result, problem: withoutNetworkDetailIn(problem) } : result;
 }
 
 export interface StoredTest {

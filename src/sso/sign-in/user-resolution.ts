@@ -1,6 +1,8 @@
 // Which user an SSO sign-in becomes, in exactly this order (docs/sso.md, "Rules and choices"):
 //  1. an identity seen before signs in as its user;
-//  2. otherwise the asserted email must lie inside the provider's domains;
+//  2. otherwise the asserted email must lie inside the provider's domains, and domain routing must
+//     choose this provider for it: when another enabled provider serves a more specific domain of
+//     the email (eu.acme.com under acme.com), only that one may create or link its users;
 //  3. an existing user with that email is linked only when the project allows linking AND the IdP
 //     asserts the email verified (or the provider has trust_email) AND the local email is verified;
 //     otherwise email_exists;
@@ -12,6 +14,7 @@ import type pg from 'pg';
 import { ApiError } from '../../errors.js';
 import type { SignInClaims } from './attribute-mapping.js';
 import { domainMatches, emailDomain } from './domain-routing.js';
+import { routedDomain } from '../providers/store.js';
 import type { AuthProject, ProviderRow } from '../types.js';
 
 export const providerLabel = (providerId: string) => `sso:${providerId}`;
@@ -80,6 +83,12 @@ export async function resolveUser(c: pg.PoolClient, project: AuthProject, provid
   if (!domain) throw new ApiError('email_domain_not_allowed', 'The identity provider returned no usable email address.');
   if (!provider.domains.some((d) => domainMatches(domain, d))) {
     throw new ApiError('email_domain_not_allowed', `The identity provider returned an email in ${domain}, which is not one of this provider's domains.`);
+  }
+  // the most specific provider wins for assertions as for routing: whoever runs the parent
+  // domain's IdP must not create or take over accounts of a subdomain another provider serves
+  const routed = await routedDomain(c, project.ref, domain);
+  if (routed && routed.provider_id !== provider.id) {
+    throw new ApiError('email_domain_other_provider', `The identity provider returned an email in ${domain}, which another SSO provider of this project serves (${routed.domain}); only that provider may sign in its users.`);
   }
 
   // 3. an existing user with that email: link only under all three conditions

@@ -18,9 +18,10 @@ export function ProviderView({ project, id }: { project: Project; id: string }) 
   const [deleting, setDeleting] = useState(false);
 
   const patch = useAction(async (body: Record<string, unknown>, done: string) => {
-    await api('PATCH', path, body);
+    // enabling may move the users of a subdomain from another provider: the answer says so
+    const r = await api<{ warnings?: { message: string }[] }>('PATCH', path, body);
     setTestResult(null);
-    setFlash(done);
+    setFlash([done, ...(r?.warnings ?? []).map((w) => w.message)].join(' '));
     p.reload();
   });
   const test = useAction(async () => {

@@ -43,7 +43,7 @@ export function SetupApp() {
   const [flowError, setFlowError] = useState<string>();
   const [busy, setBusy] = useState<string>();
   const [actionError, setActionError] = useState<ApiFailure>();
-  const [activated, setActivated] = useState<{ provider: Draft; owner_notified: boolean }>();
+  const [activated, setActivated] = useState<{ provider: Draft; owner_notified: boolean; warnings?: { message: string }[] }>();
 
   const load = async () => {
     if (!secret) return;
@@ -84,6 +84,15 @@ export function SetupApp() {
           Users of {activated.provider.domains.join(', ')} now sign in through {activated.provider.name}.{' '}
           {activated.owner_notified ? 'The owner of the service has been notified by email.' : 'The owner of the service sees it in their audit trail.'} This link no longer works.
         </Notice>
+        {!!activated.warnings?.length && (
+          <Notice kind="warning">
+            <ul>
+              {activated.warnings.map((w) => (
+                <li key={w.message}>{w.message}</li>
+              ))}
+            </ul>
+          </Notice>
+        )}
       </main>
     );
   }
