@@ -19,9 +19,13 @@
 //     connector stays stopped ('idle').
 //  4. Every CAPTURE_WAKE_INTERVAL, one query per database cluster reads the counters of every idle
 //     project's database: a write since W0 resumes the connector. A row committed after step 1
-//     moves the counters (PostgreSQL flushes a backend's counters when it goes idle, at most a
-//     second apart), so it wakes the connector; a row committed before step 1 is below L0 and is
-//     found by step 3.
+//     moves the counters, so it wakes the connector; a row committed before step 1 is below L0 and
+//     is found by step 3. PostgreSQL (15+) publishes a backend's counters when its transaction ends,
+//     unless it published them less than a second before: then up to 10 s later
+//     (PGSTAT_IDLE_INTERVAL), which an application connection that keeps writing hits every time.
+//     So before step 1 the service sets base.capture.idle in the project's database, and while it
+//     is set every enqueue calls pg_stat_force_next_flush(): the counters are published at commit
+//     and the wake takes one check interval plus the task's start. Cleared when resumed.
 //  5. A stopped connector is resumed at least every CAPTURE_IDLE_REFRESH anyway: its slot advances
 //     (a stopped slot pins WAL of the whole cluster) and, should a wake ever be missed (the
 //     statistics reset, say), the wait for that row is bounded by it.
@@ -64,6 +68,15 @@ export async function stopIdleConnector(ctx: Ctx, ref: string, connector: string
   const slot = slotName(ref, ctx.cfg.TOPIC_PREFIX);
   const publication = publicationName(ref, ctx.cfg.TOPIC_PREFIX);
   return withClient(url, async (c) => {
+    // from now on every enqueue publishes its counters at once (base.capture, base-schema.sql);
+    // set before W0 is read, so a row counted after W0 has been published without delay
+    await setCaptureIdle(c, true, ctx);
+    const stopped = await stopAndPeek(c);
+    if (!stopped.stopped) await setCaptureIdle(c, false, ctx);
+    return stopped;
+  });
+
+  async function stopAndPeek(c: pg.Client): Promise<StopResult> {
     const before = (await c.query(`select (select ${WRITES} from pg_stat_database where datname = $1)::float8 as writes, pg_current_wal_lsn()::text as lsn`, [db])).rows[0];
     await ctx.connect.setTarget(connector, 'stop');
     // the task's replication connection goes with it; peeking needs the slot free
@@ -102,7 +115,17 @@ export async function stopIdleConnector(ctx: Ctx, ref: string, connector: string
       return { stopped: false, reason: `${pending.rows[0].n} message(s) committed just before the stop were not captured yet` };
     }
     return { stopped: true, writes: Number(before.writes ?? 0) };
-  });
+  }
+}
+
+/**
+ * Tells the project's database whether its connector is stopped (base.capture.idle): while it is,
+ * each enqueue publishes the backend's statistics at commit, so the wake sees the write at its
+ * next check instead of up to 10 s later. Best effort: a flag left set costs a busy project one
+ * forced statistics flush per message, a flag not set only delays a wake.
+ */
+export async function setCaptureIdle(c: Pick<pg.Client, 'query'>, idle: boolean, ctx: Pick<Ctx, 'log'>): Promise<void> {
+  await c.query('update base.capture set idle = $1 where idle is distinct from $1', [idle]).catch((err: Error) => ctx.log.debug({ err: err.message }, 'could not set base.capture.idle'));
 }
 
 export interface IdleProject {

@@ -28,7 +28,7 @@ import { connectorRestarts, connectorStates, slotCaptureLagSecondsMax, slotRetai
 import type { ConnectorStatus } from '../kafka/index.js';
 import { slotName } from './connector.js';
 import { refreshProjectOutbox } from './service.js';
-import { projectsToWake, stopIdleConnector, type IdleProject } from './idle-capture.js';
+import { projectsToWake, setCaptureIdle, stopIdleConnector, type IdleProject } from './idle-capture.js';
 import { hostname } from 'node:os';
 
 type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs' | 'log'>;
@@ -118,6 +118,8 @@ export class ConnectorSupervisor {
       if (idle.length === 0) return;
       for (const w of await projectsToWake(this.#ctx, idle)) {
         await this.#ctx.connect.setTarget(w.connector, 'resume');
+        // a running connector needs no forced statistics flushes (idle-capture.ts, step 4)
+        void this.#ctx.projectDbs.pool(w.ref).then((pool) => setCaptureIdle(pool, false, this.#ctx), () => undefined);
         // A refresh counts as activity for CAPTURE_REFRESH_RUN only, not a whole CAPTURE_IDLE_AFTER:
         // resumed_at is set that much in the past, so the usual idle rule stops it again after the
         // short run (unless a message arrives meanwhile). Run for 10 min every 30 min, a quiet

@@ -4,8 +4,9 @@
 // stopped is found in the slot and resumes it at once; the periodic refresh resumes a stopped
 // connector with no write at all (idle-refresh.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { stopIdleConnector } from '../../src/outbox/idle-capture.js';
-import { eventually, stack } from '../helpers/env.js';
+import { eventually, sql, stack } from '../helpers/env.js';
 import { startIdleCapture, type IdleCaptureFixture } from '../helpers/idle-capture.js';
 
 describe('idle capture', () => {
@@ -33,6 +34,29 @@ describe('idle capture', () => {
     console.log(`[idle-capture] commit -> receipt after an idle period: ${Date.now() - t0} ms`);
     expect(await f.connectState()).toBe('RUNNING');
     expect((await f.supervised()).resumed_at).not.toBeNull();
+  });
+
+  it('a write through a connection that stays open wakes it: the counters are published at commit, not up to 10 s later', async () => {
+    // an application's pooled connection: it read a table a moment ago, so PostgreSQL published its
+    // counters then and would hold the next ones back until it has been idle 10 s (PGSTAT_IDLE_INTERVAL)
+    const app = new pg.Client({ connectionString: f.project.databaseUrl });
+    await app.connect();
+    try {
+      await eventually(async () => (await f.supervised())?.state === 'idle', 60_000, 'the idle project to be stopped');
+      expect((await sql(f.project.databaseUrl, 'select idle from base.capture')).rows[0].idle).toBe(true);
+      const writes = async () => Number((await sql(f.project.databaseUrl, 'select (tup_inserted + tup_updated + tup_deleted)::float8 as n from pg_stat_database where datname = current_database()')).rows[0].n);
+      await app.query('select count(*) from public.crates');
+      const before = await writes();
+      await app.query('insert into public.crates (note) values ($1)', ['through an open connection']);
+      // the backend publishes before it answers: no wait, no timing, the counters moved already
+      expect(await writes()).toBeGreaterThan(before);
+      await eventually(async () => f.notes().includes('through an open connection'), 60_000, 'the row written through the open connection');
+      expect(f.svc.ctx.cfg.CAPTURE_IDLE_REFRESH).toBeGreaterThanOrEqual(3_600_000); // the refresh could not have done it
+      // running again: the database no longer publishes per message
+      await eventually(async () => (await sql(f.project.databaseUrl, 'select idle from base.capture')).rows[0].idle === false, 30_000, 'base.capture.idle cleared');
+    } finally {
+      await app.end();
+    }
   });
 
   it('a row committed while the connector stops, before it was captured, resumes it at once (the slot is peeked)', async () => {

@@ -35,6 +35,35 @@ create table if not exists base.outbox (
 alter table base.outbox replica identity default;
 revoke all on base.outbox from public;
 
+-- The wake of an idle project (src/outbox/idle-capture.ts). While the project's connector is
+-- stopped, the service sets `idle`, and every enqueue asks PostgreSQL to publish this backend's
+-- statistics as soon as its transaction ends: the service wakes the connector when the database's
+-- write counters (pg_stat_database) move. Without it, a backend that published its counters less
+-- than a second earlier (an application connection that keeps writing) holds them back up to 10 s
+-- (PGSTAT_IDLE_INTERVAL, PostgreSQL 15+). A busy project (connector running) pays one read of a
+-- one-row table per message.
+create table if not exists base.capture (
+  one boolean primary key default true check (one),
+  idle boolean not null default false
+);
+insert into base.capture (one) values (true) on conflict do nothing;
+revoke all on base.capture from public;
+
+-- pg_stat_force_next_flush() exists from PostgreSQL 15 (before it, backends sent their counters
+-- every 500 ms anyway) and may be withheld from a database owner who is not a superuser: then the
+-- wake is as fast as PostgreSQL publishes on its own, and still never missed.
+do $$
+begin
+  if to_regprocedure('pg_catalog.pg_stat_force_next_flush()') is not null
+     and has_function_privilege('pg_catalog.pg_stat_force_next_flush()', 'execute') then
+    create or replace function base._publish_stats() returns void language sql
+      set search_path = pg_catalog as 'select pg_catalog.pg_stat_force_next_flush()';
+  else
+    create or replace function base._publish_stats() returns void language sql
+      set search_path = pg_catalog as 'select';
+  end if;
+end $$;
+
 -- The one place a message is written. Not callable by API roles.
 create or replace function base._enqueue(kind text, body jsonb)
 returns uuid
@@ -49,6 +78,7 @@ begin
   values (msg_id, msg_id::text, kind,
           body || jsonb_build_object('id', msg_id, 'kind', kind, 'created_at', to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')));
   delete from base.outbox where id = msg_id;
+  if (select idle from base.capture) then perform base._publish_stats(); end if;
   return msg_id;
 end;
 $$;
@@ -184,6 +214,7 @@ begin
   values (msg_id, msg_id::text, 'webhook',
           jsonb_build_object('id', msg_id, 'kind', 'webhook', 'created_at', at, 'webhook_id', tg_argv[0], 'payload', payload));
   delete from base.outbox where id = msg_id;
+  if (select idle from base.capture) then perform base._publish_stats(); end if;
   return null;
 end;
 $$;
