@@ -4,6 +4,7 @@
 // 400 validation_failed rather than silently ignored, so a typo never looks like it was applied.
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
+import { UUID_PATTERN } from '../lib/uuid.js';
 import { PROJECT_REF_PATTERN } from '../projects/index.js';
 
 /** Body cap for management routes; the global default (1 MB) is kept for routes that need more. */
@@ -63,6 +64,14 @@ export const planErrorResponse = { 402: { description: 'feature_not_in_plan', ..
 
 /** The {ref} path parameter, alone (refParams) or beside others (`properties: { ref, id }`). */
 export const ref = { type: 'string', pattern: PROJECT_REF_PATTERN, description: 'project ref' } as const;
+
+/**
+ * An id (a path parameter, a query or body field, a record's id): a canonical UUID in either case,
+ * the one pattern of src/lib/uuid.ts (why that strictness: there). `format` is for the OpenAPI
+ * document; the pattern, checked first, is the rule (the uuid format alone would also take a
+ * `urn:uuid:` prefix).
+ */
+export const uuid = { type: 'string', format: 'uuid', pattern: UUID_PATTERN } as const;
 
 export const refParams = { type: 'object', additionalProperties: false, required: ['ref'], properties: { ref } } as const;
 

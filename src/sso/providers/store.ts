@@ -2,6 +2,7 @@
 import type pg from 'pg';
 import type { Pool } from '../../db/index.js';
 import { ApiError } from '../../errors.js';
+import { isUuid } from '../../lib/uuid.js';
 import { candidateDomains, mostSpecific } from '../sign-in/domain-routing.js';
 import type { KindColumns, ProviderRow } from '../types.js';
 
@@ -10,10 +11,7 @@ type Db = Pool | pg.PoolClient;
 const SELECT = `select p.*, coalesce((select array_agg(d.domain order by d.domain) from sso_domains d where d.provider_id = p.id), '{}') as domains
   from sso_providers p`;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Ids from URLs are checked before they reach a uuid column, where a malformed one would be a 500. */
-export const isUuid = (id: string) => UUID.test(id);
+// Ids from URLs are checked (isUuid) before they reach a uuid column, where a malformed one would be a 500.
 
 export async function getProvider(db: Db, ref: string, id: string): Promise<ProviderRow | null> {
   if (!isUuid(id)) return null;

@@ -10,7 +10,7 @@ import { ApiError } from '../../errors.js';
 import { recordAudit } from '../../projects/index.js';
 import { assertStorableJson, errorSchema, guardedProject, noQuery, refParams, TEXT } from '../../http/index.js';
 import { emailDomain } from '../sign-in/domain-routing.js';
-import { isUuid } from '../providers/store.js';
+import { isUuid } from '../../lib/uuid.js';
 import type { SsoContext } from '../types.js';
 import { listUsers, loadUser, presentUser, type UserRecord } from './view.js';
 

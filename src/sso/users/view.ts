@@ -2,7 +2,7 @@
 // identities. The owner's API shows the same object plus banned_until.
 import type pg from 'pg';
 import type { Pool } from '../../db/index.js';
-import { isUuid } from '../providers/store.js';
+import { isUuid } from '../../lib/uuid.js';
 import { providerLabel } from '../sign-in/user-resolution.js';
 
 type Db = Pool | pg.PoolClient;
