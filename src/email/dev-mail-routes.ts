@@ -4,14 +4,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { errorSchema } from '../http/index.js';
+import { errorSchema, uuid } from '../http/index.js';
 import { devMailSinkOf, type CaughtMail } from './dev-sink.js';
 
 const idParam = {
   type: 'object',
   required: ['id'],
   additionalProperties: false,
-  properties: { id: { type: 'string', format: 'uuid' } },
+  properties: { id: uuid },
 } as const;
 
 const summary = {

@@ -4,6 +4,7 @@
 // 400 validation_failed rather than silently ignored, so a typo never looks like it was applied.
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
+import { UUID_PATTERN } from '../lib/uuid.js';
 import { PROJECT_REF_PATTERN } from '../projects/index.js';
 
 /** Body cap for management routes; the global default (1 MB) is kept for routes that need more. */
@@ -64,6 +65,14 @@ export const planErrorResponse = { 402: { description: 'feature_not_in_plan', ..
 /** The {ref} path parameter, alone (refParams) or beside others (`properties: { ref, id }`). */
 export const ref = { type: 'string', pattern: PROJECT_REF_PATTERN, description: 'project ref' } as const;
 
+/**
+ * An id (a path parameter, a query or body field, a record's id): a canonical UUID in either case,
+ * the one pattern of src/lib/uuid.ts (why that strictness: there). `format` is for the OpenAPI
+ * document; the pattern, checked first, is the rule (the uuid format alone would also take a
+ * `urn:uuid:` prefix).
+ */
+export const uuid = { type: 'string', format: 'uuid', pattern: UUID_PATTERN } as const;
+
 export const refParams = { type: 'object', additionalProperties: false, required: ['ref'], properties: { ref } } as const;
 
 export const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
@@ -85,3 +94,43 @@ export async function refuseBody(req: FastifyRequest): Promise<void> {
 export const iso = (d: Date | string | null | undefined): string | null => (d == null ? null : new Date(d).toISOString());
 
 export const timestamp = { type: 'string', format: 'date-time' } as const;
+
+// Paging. Every NEW list pages with `cursor` and `limit`: the answer carries `next_cursor`, an
+// opaque string (null on the last page) that the client passes back as `cursor` for the next page.
+// The cursor names the last row shown (keyset paging), so pages stay stable while rows are added.
+// Older lists keep their own style for their clients' sake: the audit trail `limit` + `before`
+// (an id), SSO users `page` + `per_page` (docs/management-api.md, "Paging").
+
+/** The querystring properties of a cursor-paged list (spread them into its `properties`). */
+export function cursorQuery(limits: { defaultLimit: number; maxLimit: number }) {
+  return {
+    cursor: { type: 'string', minLength: 1, maxLength: 300, description: "the previous page's next_cursor (opaque); omit for the first page" },
+    // querystrings are not coerced by this server, so the number arrives as a digit string
+    limit: { type: 'string', pattern: '^[0-9]{1,3}$', description: `1 to ${limits.maxLimit}, default ${limits.defaultLimit}` },
+  } as const;
+}
+
+/** The `next_cursor` property of a cursor-paged list's answer. */
+export const nextCursor = { type: ['string', 'null'], description: 'pass as cursor for the next page; null on the last' } as const;
+
+/** The page size asked for (`limit`, a digit string), or 400 validation_failed outside 1..maxLimit. */
+export function pageLimit(limit: string | undefined, limits: { defaultLimit: number; maxLimit: number }): number {
+  const n = limit === undefined ? limits.defaultLimit : Number(limit);
+  if (n < 1 || n > limits.maxLimit) throw new ApiError('validation_failed', `querystring.limit must be between 1 and ${limits.maxLimit}`);
+  return n;
+}
+
+/** The cursor naming a row: its sort key, as base64url of a JSON array of strings. */
+export const encodeCursor = (key: string[]): string => Buffer.from(JSON.stringify(key)).toString('base64url');
+
+/**
+ * The sort key a cursor of encodeCursor names, when `valid` accepts it; anything else (not base64url
+ * JSON, another list's cursor, a key that could not come from a row) is 400 validation_failed.
+ */
+export function decodeCursor(cursor: string, valid: (key: unknown[]) => boolean): string[] {
+  try {
+    const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(v) && v.every((x) => typeof x === 'string') && valid(v)) return v as string[];
+  } catch {}
+  throw new ApiError('validation_failed', 'querystring.cursor is not a cursor returned by this listing');
+}

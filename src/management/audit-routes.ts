@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { errorResponses, iso, owner, refParams, timestamp } from '../http/index.js';
+import { listAuditEntries } from './audit-store.js';
 
 const entry = {
   type: 'object',
@@ -50,15 +51,8 @@ export function registerAudit(app: FastifyInstance, ctx: Pick<AppContext, 'db'>)
     },
     async (req) => {
       const limit = Number(req.query.limit ?? 50);
-      const r = await ctx.db.query(
-        `select a.id::text, a.action, a.resource_type, a.resource_id, a.details, a.owner_id, a.token_id, t.name as token_name,
-                a.operator, a.setup_link_id::text, a.request_id, a.created_at
-           from audit_log a left join owner_tokens t on t.id = a.token_id
-          where a.project_ref = $1 and ($2::bigint is null or a.id < $2::bigint)
-          order by a.id desc limit $3`,
-        [req.params.ref, req.query.before ?? null, limit],
-      );
-      return r.rows.map((x) => ({
+      const entries = await listAuditEntries(ctx.db, req.params.ref, { limit, before: req.query.before });
+      return entries.map((x) => ({
         id: x.id,
         action: x.action,
         resource_type: x.resource_type,

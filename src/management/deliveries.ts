@@ -6,18 +6,20 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { errorResponses, owner, ref, refParams, refuseBody } from '../http/index.js';
+import { cursorQuery, decodeCursor, encodeCursor, errorResponses, nextCursor, owner, pageLimit, ref, refParams, refuseBody, uuid } from '../http/index.js';
+import { isUuid } from '../lib/uuid.js';
+import { deliveryAttempts, getDelivery, listDeliveries, type DeliveryRow } from './delivery-store.js';
 
 const STATUSES = ['pending', 'delivered', 'failed', 'dead'];
 const KINDS = ['webhook', 'http', 'email'];
-const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+const PAGING = { defaultLimit: 20, maxLimit: 100 };
 
 const nullable = (type: string, extra: object = {}) => ({ type: [type, 'null'], ...extra });
 const stamp = nullable('string', { format: 'date-time' });
 const delivery = {
   type: 'object',
   properties: {
-    id: { type: 'string', format: 'uuid', description: 'the message id = webhook-id' },
+    id: { ...uuid, description: 'the message id = webhook-id' },
     kind: { type: 'string', enum: KINDS },
     status: { type: 'string', enum: STATUSES },
     target: { type: 'string', description: 'URL as written ({{secret:NAME}} kept) or the email recipient' },
@@ -41,7 +43,7 @@ const delivery = {
 } as const;
 const listResponse = {
   type: 'object',
-  properties: { deliveries: { type: 'array', items: delivery }, next_cursor: nullable('string', { description: 'pass as cursor for the next page; null on the last' }) },
+  properties: { deliveries: { type: 'array', items: delivery }, next_cursor: nextCursor },
 } as const;
 const detailResponse = {
   type: 'object',
@@ -69,11 +71,7 @@ const detailResponse = {
   },
 } as const;
 
-const COLUMNS = `id, kind, status, target, method, webhook_id, run, attempts, total_attempts, last_http_status, last_smtp_code, last_error,
-  callback_function, callback_status, callback_error, callback_attempts, message_created_at, next_attempt_at, delivered_at, updated_at,
-  to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at`;
-
-function present(row: Record<string, any>) {
+function present(row: DeliveryRow) {
   const { cursor_at: _c, message_created_at, callback_function, callback_status, callback_error, callback_attempts, last_response_body, ...rest } = row;
   return {
     ...rest,
@@ -83,15 +81,8 @@ function present(row: Record<string, any>) {
   };
 }
 
-const encodeCursor = (at: string, id: string) => Buffer.from(JSON.stringify([at, id])).toString('base64url');
-
-function decodeCursor(cursor: string): [string, string] {
-  try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && !Number.isNaN(Date.parse(v[0])) && new RegExp(UUID).test(v[1])) return [v[0], v[1]];
-  } catch {}
-  throw new ApiError('validation_failed', 'querystring.cursor is not a cursor returned by this listing');
-}
+/** A cursor names the last row shown: its created_at (ISO, microseconds) and id. */
+const cursorKey = (key: unknown[]) => key.length === 2 && !Number.isNaN(Date.parse(key[0] as string)) && isUuid(key[1] as string);
 
 export async function registerDeliveries(app: FastifyInstance, ctx: AppContext): Promise<void> {
   // 401, 404 (not the caller's project) before the request is validated: src/http/owner-guard.ts
@@ -114,30 +105,18 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
           properties: {
             status: { type: 'string', enum: STATUSES },
             kind: { type: 'string', enum: KINDS },
-            webhook_id: { type: 'string', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' },
-            cursor: { type: 'string', minLength: 1, maxLength: 300 },
-            limit: { type: 'string', pattern: '^[0-9]{1,3}$', description: '1 to 100, default 20' },
+            webhook_id: uuid,
+            ...cursorQuery(PAGING),
           },
         },
       },
     },
     async (req) => {
       const { status, kind, cursor, webhook_id: webhookId } = req.query;
-      const limit = req.query.limit === undefined ? 20 : Number(req.query.limit);
-      if (limit < 1 || limit > 100) throw new ApiError('validation_failed', 'querystring.limit must be between 1 and 100');
-      const params: unknown[] = [req.params.ref];
-      const where = ['project_ref = $1'];
-      if (status) where.push(`status = $${params.push(status)}`);
-      if (kind) where.push(`kind = $${params.push(kind)}`);
-      if (webhookId) where.push(`webhook_id = $${params.push(webhookId.toLowerCase())}::uuid`);
-      if (cursor) {
-        const [at, id] = decodeCursor(cursor);
-        where.push(`(created_at, id) < ($${params.push(at)}::timestamptz, $${params.push(id)}::uuid)`);
-      }
-      const r = await ctx.db.query(`select ${COLUMNS} from deliveries where ${where.join(' and ')} order by created_at desc, id desc limit ${limit + 1}`, params);
-      const page = r.rows.slice(0, limit);
-      const last = page.at(-1);
-      return { deliveries: page.map(present), next_cursor: r.rows.length > limit && last ? encodeCursor(last.cursor_at, last.id) : null };
+      const limit = pageLimit(req.query.limit, PAGING);
+      const after = cursor ? decodeCursor(cursor, cursorKey) : undefined;
+      const page = await listDeliveries(ctx.db, req.params.ref, { status, kind, webhookId: webhookId?.toLowerCase() }, limit, after && { at: after[0], id: after[1] });
+      return { deliveries: page.rows.map(present), next_cursor: page.next ? encodeCursor([page.next.at, page.next.id]) : null };
     },
   );
 
@@ -155,19 +134,15 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
           type: 'object',
           additionalProperties: false,
           required: ['ref', 'id'],
-          properties: { ref, id: { type: 'string', pattern: UUID } },
+          properties: { ref, id: uuid },
         },
       },
     },
     async (req) => {
-      const r = await ctx.db.query(`select ${COLUMNS}, last_response_body from deliveries where project_ref = $1 and id = $2`, [req.params.ref, req.params.id]);
-      if (r.rowCount === 0) throw new ApiError('delivery_not_found');
-      const attempts = await ctx.db.query(
-        `select run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, started_at, finished_at
-           from delivery_attempts where delivery_id = $1 order by run, attempt`,
-        [req.params.id],
-      );
-      return { ...present(r.rows[0]), attempt_history: attempts.rows };
+      const row = await getDelivery(ctx.db, req.params.ref, req.params.id);
+      if (!row) throw new ApiError('delivery_not_found');
+      const attempts = await deliveryAttempts(ctx.db, req.params.id);
+      return { ...present(row), attempt_history: attempts };
     },
   );
 }

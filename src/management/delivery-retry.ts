@@ -9,9 +9,9 @@ import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { replayDeliveries, type ReplayStatus } from '../delivery/index.js';
 import { recordAudit } from '../projects/index.js';
-import { errorResponses, owner, ref, refParams, refuseBody } from '../http/index.js';
+import { errorResponses, owner, ref, refParams, refuseBody, uuid } from '../http/index.js';
+import { deliveryState } from './delivery-store.js';
 
-const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const conflict = { 409: { description: 'delivery_not_retryable', type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } } };
 
 interface ReplayBody {
@@ -36,15 +36,15 @@ export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContex
         description:
           'Reads the message back from the log and enqueues it again as run + 1 (status pending, a fresh budget of attempts and age). A retry still scheduled for the old run is dropped. A delivered delivery answers 409 delivery_not_retryable; so does a pending one (its run has not ended).',
         ...owner,
-        params: { type: 'object', additionalProperties: false, required: ['ref', 'id'], properties: { ref, id: { type: 'string', pattern: UUID } } },
+        params: { type: 'object', additionalProperties: false, required: ['ref', 'id'], properties: { ref, id: uuid } },
         response: { ...errorResponses, ...conflict },
       },
     },
     async (req, reply) => {
       const id = req.params.id.toLowerCase();
-      const r = await ctx.db.query('select status, run from deliveries where project_ref = $1 and id = $2', [req.params.ref, id]);
-      if (r.rowCount === 0) throw new ApiError('delivery_not_found');
-      const { status } = r.rows[0];
+      const current = await deliveryState(ctx.db, req.params.ref, id);
+      if (!current) throw new ApiError('delivery_not_found');
+      const { status } = current;
       if (status !== 'failed' && status !== 'dead') {
         throw new ApiError('delivery_not_retryable', status === 'delivered' ? 'The delivery was delivered; it cannot be retried.' : 'The delivery has not finished its current attempt; retry it once it is failed or dead.');
       }
@@ -82,7 +82,7 @@ export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContex
             },
             since: { type: 'string', format: 'date-time' },
             until: { type: 'string', format: 'date-time' },
-            webhook_id: { type: 'string', pattern: UUID },
+            webhook_id: uuid,
             host: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9.:\\[\\]-]+$' },
           },
         },

@@ -8,6 +8,7 @@ import { ApiError } from '../errors.js';
 import { ensureOutboxEnabled } from '../outbox/index.js';
 import { projectUrl, recordAudit } from '../projects/index.js';
 import { loadProjectRow, type ProjectRow, MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, refParams, refuseBody, TEXT, timestamp } from '../http/index.js';
+import { captureState, outboxEnabledAt, updateAuthSettings, type AuthSettingsChange } from './project-store.js';
 
 type Ctx = Pick<AppContext, 'db' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
 
@@ -57,12 +58,7 @@ const patchBody = {
   },
 } as const;
 
-interface Patch {
-  site_url?: string;
-  additional_redirect_urls?: string[];
-  disable_signup?: boolean;
-  allow_linking?: boolean;
-}
+type Patch = AuthSettingsChange;
 
 export function viewProject(ctx: Pick<AppContext, 'cfg'>, p: ProjectRow) {
   return {
@@ -112,12 +108,7 @@ export function registerProjectSettings(app: FastifyInstance, ctx: Ctx): void {
       const site = b.site_url === undefined ? undefined : checkRedirectUrl('site_url', b.site_url);
       const redirects = b.additional_redirect_urls?.map((u, i) => checkRedirectUrl(`additional_redirect_urls.${i}`, u));
       await withTransaction(ctx.db, async (c) => {
-        await c.query(
-          `update projects set site_url = coalesce($2, site_url), additional_redirect_urls = coalesce($3, additional_redirect_urls),
-                  disable_signup = coalesce($4, disable_signup), allow_linking = coalesce($5, allow_linking), updated_at = now()
-            where ref = $1`,
-          [req.params.ref, site ?? null, redirects ?? null, b.disable_signup ?? null, b.allow_linking ?? null],
-        );
+        await updateAuthSettings(c, req.params.ref, { site_url: site, additional_redirect_urls: redirects, disable_signup: b.disable_signup, allow_linking: b.allow_linking });
         const changes = { ...b, ...(site && { site_url: site }), ...(redirects && { additional_redirect_urls: redirects }) };
         await recordAudit(c, req, req.params.ref, { action: 'project.update', resourceType: 'project', resourceId: req.params.ref, details: { fields: Object.keys(b), changes } });
       });
@@ -180,7 +171,7 @@ export function registerProjectSettings(app: FastifyInstance, ctx: Ctx): void {
     async (req) => {
       const p = req.project!;
       if (!p.outbox_enabled_at) return { outbox_enabled: false, connector: null, slot: null };
-      const r = (await ctx.db.query('select p.connector_name, s.* from projects p left join connector_supervision s on s.project_ref = p.ref where p.ref = $1', [p.ref])).rows[0];
+      const r = (await captureState(ctx.db, p.ref))!;
       const live = r.connector_name ? await ctx.connect.status(r.connector_name).catch(() => 'unknown' as const) : null;
       const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
       return {
@@ -222,9 +213,9 @@ export function registerProjectSettings(app: FastifyInstance, ctx: Ctx): void {
       const ref = req.params.ref;
       const was = req.project!.outbox_enabled_at;
       await ensureOutboxEnabled(ctx, ref);
-      const r = await ctx.db.query('select outbox_enabled_at from projects where ref = $1', [ref]);
+      const enabledAt = await outboxEnabledAt(ctx.db, ref);
       if (!was) await recordAudit(ctx.db, req, ref, { action: 'outbox.enable', resourceType: 'outbox', resourceId: ref });
-      return { outbox_enabled: true, outbox_enabled_at: iso(r.rows[0].outbox_enabled_at) };
+      return { outbox_enabled: true, outbox_enabled_at: iso(enabledAt) };
     },
   );
 }

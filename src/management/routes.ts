@@ -13,6 +13,7 @@ import { registerSecrets } from './secrets.js';
 import { registerSmtp } from './smtp.js';
 import { registerWebhooks } from './webhooks.js';
 import { registerEndpoints } from './endpoints.js';
+import { listOwnerProjects } from './project-store.js';
 
 export async function registerManagement(app: FastifyInstance, ctx: AppContext): Promise<void> {
   app.get(
@@ -32,8 +33,8 @@ export async function registerManagement(app: FastifyInstance, ctx: AppContext):
       },
     },
     async (req) => {
-      const r = await ctx.db.query('select ref, plan, created_at from projects where owner_id = $1 order by created_at', [req.ownerId]);
-      return r.rows.map((p) => ({ ref: p.ref, plan: p.plan, project_url: projectUrl(ctx, p.ref), created_at: new Date(p.created_at).toISOString() }));
+      const projects = await listOwnerProjects(ctx.db, req.ownerId!);
+      return projects.map((p) => ({ ref: p.ref, plan: p.plan, project_url: projectUrl(ctx, p.ref), created_at: new Date(p.created_at).toISOString() }));
     },
   );
 

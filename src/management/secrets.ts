@@ -9,6 +9,7 @@ import { ApiError } from '../errors.js';
 import { aad } from '../lib/secret-box.js';
 import { recordAudit } from '../projects/index.js';
 import { SECRET_BODY_LIMIT, errorResponses, iso, noQuery, owner, ref, refParams, refuseBody, timestamp, wellFormed } from '../http/index.js';
+import { deleteSecret, listSecrets, upsertSecret, type SecretMeta } from './secret-store.js';
 
 export const SECRET_VALUE_MAX_BYTES = 16 * 1024;
 
@@ -24,7 +25,7 @@ const meta = {
   properties: { name: { type: 'string' }, created_at: timestamp, updated_at: timestamp },
 } as const;
 
-const toMeta = (r: { name: string; created_at: Date; updated_at: Date }) => ({ name: r.name, created_at: iso(r.created_at), updated_at: iso(r.updated_at) });
+const toMeta = (r: SecretMeta) => ({ name: r.name, created_at: iso(r.created_at), updated_at: iso(r.updated_at) });
 
 export function registerSecrets(app: FastifyInstance, ctx: Pick<AppContext, 'db' | 'box'>): void {
   const tag = { tags: ['secrets'], ...owner };
@@ -51,15 +52,9 @@ export function registerSecrets(app: FastifyInstance, ctx: Pick<AppContext, 'db'
         throw new ApiError('validation_failed', `body.value is larger than ${SECRET_VALUE_MAX_BYTES} bytes (16 KB, counted in UTF-8).`);
       }
       const row = await withTransaction(ctx.db, async (c) => {
-        const r = await c.query(
-          `insert into secrets (project_ref, name, value_enc) values ($1, $2, $3)
-           on conflict (project_ref, name) do update set value_enc = excluded.value_enc, updated_at = now()
-           returning name, created_at, updated_at, (xmax = 0) as created`,
-          [refName, name, ctx.box.seal(value, aad.secret(refName, name))],
-        );
-        const created = r.rows[0].created as boolean;
-        await recordAudit(c, req, refName, { action: created ? 'secret.create' : 'secret.replace', resourceType: 'secret', resourceId: name });
-        return r.rows[0];
+        const saved = await upsertSecret(c, refName, name, ctx.box.seal(value, aad.secret(refName, name)));
+        await recordAudit(c, req, refName, { action: saved.created ? 'secret.create' : 'secret.replace', resourceType: 'secret', resourceId: name });
+        return saved;
       });
       return reply.code(row.created ? 201 : 200).send(toMeta(row));
     },
@@ -72,10 +67,7 @@ export function registerSecrets(app: FastifyInstance, ctx: Pick<AppContext, 'db'
       preValidation: refuseBody,
       schema: { ...tag, summary: 'Secret names and timestamps (never values)', params: refParams, querystring: noQuery, response: { 200: { type: 'array', items: meta }, ...errorResponses } },
     },
-    async (req) => {
-      const r = await ctx.db.query('select name, created_at, updated_at from secrets where project_ref = $1 order by name', [req.params.ref]);
-      return r.rows.map(toMeta);
-    },
+    async (req) => (await listSecrets(ctx.db, req.params.ref)).map(toMeta),
   );
 
   app.delete<{ Params: { ref: string; name: string } }>(
@@ -88,8 +80,7 @@ export function registerSecrets(app: FastifyInstance, ctx: Pick<AppContext, 'db'
     async (req, reply) => {
       const { ref: refName, name } = req.params;
       await withTransaction(ctx.db, async (c) => {
-        const r = await c.query('delete from secrets where project_ref = $1 and name = $2', [refName, name]);
-        if (r.rowCount === 0) throw new ApiError('secret_not_found');
+        if (!(await deleteSecret(c, refName, name))) throw new ApiError('secret_not_found');
         await recordAudit(c, req, refName, { action: 'secret.delete', resourceType: 'secret', resourceId: name });
       });
       return reply.code(204).send();

@@ -12,6 +12,7 @@ import { aad } from '../lib/secret-box.js';
 import { ensureOutboxEnabled } from '../outbox/index.js';
 import { recordAudit } from '../projects/index.js';
 import { MANAGEMENT_BODY_LIMIT, errorResponses, iso, noQuery, owner, planErrorResponse, refParams, refuseBody, TEXT, timestamp, wellFormed } from '../http/index.js';
+import { deleteSmtp, getSmtp, lockSmtpPassword, upsertSmtp, type SmtpRow, type TlsMode } from './smtp-store.js';
 
 type Ctx = Pick<AppContext, 'db' | 'box' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
 
@@ -42,7 +43,7 @@ interface Body {
   password?: string | null;
   sender_email: string;
   sender_name?: string | null;
-  tls_mode?: 'starttls' | 'implicit' | 'none';
+  tls_mode?: TlsMode;
 }
 
 const view = {
@@ -60,19 +61,7 @@ const view = {
   },
 } as const;
 
-interface Row {
-  host: string;
-  port: number;
-  username: string | null;
-  has_password: boolean;
-  sender_email: string;
-  sender_name: string | null;
-  tls_mode: string;
-  created_at: Date;
-  updated_at: Date;
-}
-
-const toView = (r: Row) => ({
+const toView = (r: SmtpRow) => ({
   host: r.host,
   port: r.port,
   user: r.username,
@@ -83,9 +72,6 @@ const toView = (r: Row) => ({
   created_at: iso(r.created_at),
   updated_at: iso(r.updated_at),
 });
-
-const SELECT = `select host, port, username, password_enc is not null as has_password, sender_email, sender_name, tls_mode, created_at, updated_at
-                  from smtp_settings where project_ref = $1`;
 
 export function registerSmtp(app: FastifyInstance, ctx: Ctx): void {
   const allow = makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS);
@@ -121,23 +107,22 @@ export function registerSmtp(app: FastifyInstance, ctx: Ctx): void {
       if (!user && typeof b.password === 'string') throw new ApiError('validation_failed', 'body.password needs body.user.');
       await ensureOutboxEnabled(ctx, refName);
       const out = await withTransaction(ctx.db, async (c) => {
-        const cur = await c.query('select password_enc from smtp_settings where project_ref = $1 for update', [refName]);
-        const stored: Buffer | null = cur.rows[0]?.password_enc ?? null;
+        const stored = await lockSmtpPassword(c, refName);
         // Omitted password: keep the stored one (write-only fields cannot be round-tripped by GET).
         const password = !user ? null : b.password === undefined ? stored : b.password === null ? null : ctx.box.seal(b.password, aad.smtpPassword(refName));
         if (user && !password) throw new ApiError('validation_failed', 'body.user needs a password: none is stored, send body.password.');
-        const r = await c.query(
-          `insert into smtp_settings (project_ref, host, port, username, password_enc, sender_email, sender_name, tls_mode)
-           values ($1, $2, $3, $4, $5, $6, $7, $8)
-           on conflict (project_ref) do update set host = excluded.host, port = excluded.port, username = excluded.username,
-             password_enc = excluded.password_enc, sender_email = excluded.sender_email, sender_name = excluded.sender_name,
-             tls_mode = excluded.tls_mode, updated_at = now()
-           returning (xmax = 0) as created`,
-          [refName, host, b.port, user, password, b.sender_email, b.sender_name ?? null, b.tls_mode ?? 'starttls'],
-        );
+        const created = await upsertSmtp(c, refName, {
+          host,
+          port: b.port,
+          username: user,
+          passwordSealed: password,
+          sender_email: b.sender_email,
+          sender_name: b.sender_name ?? null,
+          tls_mode: b.tls_mode ?? 'starttls',
+        });
         const passwordChange = !password ? (stored ? 'removed' : 'none') : b.password === undefined ? 'kept' : 'set';
         await recordAudit(c, req, refName, { action: 'smtp.put', resourceType: 'smtp_settings', details: { host, port: b.port, tls_mode: b.tls_mode ?? 'starttls', password: passwordChange } });
-        return { created: r.rows[0].created as boolean, row: (await c.query(SELECT, [refName])).rows[0] as Row };
+        return { created, row: (await getSmtp(c, refName))! };
       });
       return reply.code(out.created ? 201 : 200).send(toView(out.row));
     },
@@ -147,9 +132,9 @@ export function registerSmtp(app: FastifyInstance, ctx: Ctx): void {
     '/v1/projects/:ref/smtp',
     { config, preValidation: refuseBody, schema: { ...route, summary: 'The SMTP settings (the password never, only password_set)', response: { 200: view, ...planErrorResponse, ...errorResponses } } },
     async (req) => {
-      const r = await ctx.db.query(SELECT, [req.params.ref]);
-      if (r.rowCount === 0) throw new ApiError('smtp_not_configured');
-      return toView(r.rows[0]);
+      const row = await getSmtp(ctx.db, req.params.ref);
+      if (!row) throw new ApiError('smtp_not_configured');
+      return toView(row);
     },
   );
 
@@ -159,8 +144,7 @@ export function registerSmtp(app: FastifyInstance, ctx: Ctx): void {
     async (req, reply) => {
       const refName = req.params.ref;
       await withTransaction(ctx.db, async (c) => {
-        const r = await c.query('delete from smtp_settings where project_ref = $1', [refName]);
-        if (r.rowCount === 0) throw new ApiError('smtp_not_configured');
+        if (!(await deleteSmtp(c, refName))) throw new ApiError('smtp_not_configured');
         await recordAudit(c, req, refName, { action: 'smtp.delete', resourceType: 'smtp_settings' });
       });
       return reply.code(204).send();

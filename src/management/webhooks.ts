@@ -11,7 +11,7 @@ import { ApiError } from '../errors.js';
 import { ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger } from '../outbox/index.js';
 import { recordAudit } from '../projects/index.js';
 import { missingColumns, tableExists, withProjectDb } from './project-db.js';
-import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp } from '../http/index.js';
+import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp, uuid } from '../http/index.js';
 import { MAX_HEADERS, HEADER_VALUE_MAX, TIMEOUT_MAX_MS, TIMEOUT_MIN_MS, URL_MAX_LENGTH, checkHeaders, checkUpdateColumnsEvents, checkWebhookUrl, parseTableName, UPDATE_COLUMNS_MAX, type WebhookEvent } from './webhook-input.js';
 import {
   addSigningSecret, deleteWebhook, getWebhook, insertWebhook, listWebhooks, rotateSigningSecret, updateWebhook, webhookRecord,
@@ -89,7 +89,7 @@ export const circuit = {
 const record = {
   type: 'object',
   properties: {
-    id: { type: 'string', format: 'uuid' },
+    id: uuid,
     name: { type: 'string' },
     table: { type: 'string' },
     events: { type: 'array', items: { type: 'string' } },
@@ -125,7 +125,7 @@ const idParams = {
   type: 'object',
   additionalProperties: false,
   required: ['ref', 'id'],
-  properties: { ref, id: { type: 'string', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' } },
+  properties: { ref, id: uuid },
 } as const;
 const refOnly = { type: 'object', additionalProperties: false, required: ['ref'], properties: { ref } } as const;
 

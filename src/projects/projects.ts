@@ -7,6 +7,7 @@ import { ApiError } from '../errors.js';
 import { PROJECT_REF } from '../lib/project-ref.js';
 import { aad } from '../lib/secret-box.js';
 import { randomToken, sha256 } from '../lib/tokens.js';
+import { isUuid } from '../lib/uuid.js';
 import { newSigningKey } from './signing-key.js';
 
 export { PROJECT_REF, PROJECT_REF_PATTERN } from '../lib/project-ref.js';
@@ -41,7 +42,7 @@ export async function issueOwnerToken(ctx: Pick<AppContext, 'db'>, ownerId: stri
 }
 
 export async function revokeOwnerToken(ctx: Pick<AppContext, 'db'>, tokenOrId: string): Promise<boolean> {
-  const byId = /^[0-9a-f-]{36}$/i.test(tokenOrId);
+  const byId = isUuid(tokenOrId);
   const r = await ctx.db.query(
     `update owner_tokens set revoked_at = now() where revoked_at is null and ${byId ? 'id = $1::uuid' : 'token_hash = $1'}`,
     [byId ? tokenOrId : sha256(tokenOrId)],

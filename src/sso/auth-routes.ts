@@ -20,7 +20,8 @@ import { getProvider, providerForDomain } from './providers/store.js';
 import { resolveRedirect } from './sign-in/redirects.js';
 import { exchangeCode, refreshSession, requireLiveSession, signOut } from './sessions/sessions.js';
 import type { SsoContext } from './types.js';
-import { loadUser, presentUser } from './users/view.js';
+import { loadUser } from './users/store.js';
+import { presentUser } from './users/view.js';
 
 const API_VERSION = '2024-01-01';
 const params = refParams;

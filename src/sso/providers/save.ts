@@ -10,7 +10,7 @@ import { normalizeDomain } from '../sign-in/domain-routing.js';
 import { providerCreated, providerUpdated } from './audit.js';
 import { kindOf } from './kinds.js';
 import { lockLinkOfProvider } from '../setup/links.js';
-import { getProvider, insertProvider, setDomains, updateProvider } from './store.js';
+import { getProvider, insertProvider, lockProviderState, providerDomains, setDomains, updateProvider } from './store.js';
 import { takeoverWarnings, type TakeoverWarning } from './takeover.js';
 import type { ProviderInput, ProviderRow, SsoContext } from '../types.js';
 
@@ -107,8 +107,8 @@ export async function changeProvider(ctx: SsoContext, ref: string, existing: Pro
     // the link's row before the provider's, like every write through a link (no deadlock with one)
     if (b.enabled === true) await lockLinkOfProvider(c, existing.id);
     // what it served before this write, read under the row's lock (not the caller's earlier read)
-    const was = (await c.query<{ enabled: boolean }>('select enabled from sso_providers where id = $1 for update', [existing.id])).rows[0];
-    const before = (await c.query<{ domain: string }>('select domain from sso_domains where provider_id = $1', [existing.id])).rows.map((r) => r.domain);
+    const was = await lockProviderState(c, existing.id);
+    const before = await providerDomains(c, existing.id);
     await updateProvider(c, existing.id, {
       name: b.name,
       enabled: b.enabled,

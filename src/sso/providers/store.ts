@@ -2,6 +2,7 @@
 import type pg from 'pg';
 import type { Pool } from '../../db/index.js';
 import { ApiError } from '../../errors.js';
+import { isUuid } from '../../lib/uuid.js';
 import { candidateDomains, mostSpecific } from '../sign-in/domain-routing.js';
 import type { KindColumns, ProviderRow } from '../types.js';
 
@@ -10,10 +11,7 @@ type Db = Pool | pg.PoolClient;
 const SELECT = `select p.*, coalesce((select array_agg(d.domain order by d.domain) from sso_domains d where d.provider_id = p.id), '{}') as domains
   from sso_providers p`;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Ids from URLs are checked before they reach a uuid column, where a malformed one would be a 500. */
-export const isUuid = (id: string) => UUID.test(id);
+// Ids from URLs are checked (isUuid) before they reach a uuid column, where a malformed one would be a 500.
 
 export async function getProvider(db: Db, ref: string, id: string): Promise<ProviderRow | null> {
   if (!isUuid(id)) return null;
@@ -52,6 +50,12 @@ export async function routedDomain(db: Db, ref: string, domain: string, asLive?:
 export async function providerForDomain(db: Db, ref: string, domain: string): Promise<ProviderRow | null> {
   const best = await routedDomain(db, ref, domain);
   return best ? getProvider(db, ref, best.provider_id) : null;
+}
+
+/** The first of `domains` (in no particular order) that a provider of the project already serves, or null. */
+export async function takenDomain(db: Db, ref: string, domains: string[]): Promise<string | null> {
+  const r = await db.query<{ domain: string }>('select domain from sso_domains where project_ref = $1 and domain = any($2) limit 1', [ref, domains]);
+  return r.rows[0]?.domain ?? null;
 }
 
 /** Replaces a provider's domains; a domain held by another provider of the project is a 409. */
@@ -98,6 +102,33 @@ export async function updateProvider(c: pg.PoolClient, id: string, changes: Comm
     `update sso_providers set ${[...cols.map(([k], i) => `${k} = $${i + 2}`), 'updated_at = now()'].join(', ')} where id = $1`,
     [id, ...cols.map(([, v]) => v)],
   );
+}
+
+/**
+ * Locks the provider's row until the transaction ends and reads what decides whether it may be
+ * written (its kind, whether it is a draft, whether it is live); undefined when there is none.
+ */
+export async function lockProviderState(c: pg.PoolClient, id: string): Promise<Pick<ProviderRow, 'kind' | 'draft' | 'enabled'> | undefined> {
+  const r = await c.query<Pick<ProviderRow, 'kind' | 'draft' | 'enabled'>>('select kind, draft, enabled from sso_providers where id = $1 for update', [id]);
+  return r.rows[0];
+}
+
+/** The domains the provider serves now (read in the caller's transaction). */
+export async function providerDomains(c: pg.PoolClient, id: string): Promise<string[]> {
+  return (await c.query<{ domain: string }>('select domain from sso_domains where provider_id = $1', [id])).rows.map((r) => r.domain);
+}
+
+/**
+ * Puts a draft live, only if its settings are still those of `configVersion` (its updated_at at
+ * JavaScript's millisecond precision, as a setup test records it): false when it is no longer a
+ * draft of the project or was saved since.
+ */
+export async function activateDraft(c: pg.PoolClient, ref: string, id: string, configVersion: Date): Promise<boolean> {
+  const r = await c.query(
+    "update sso_providers set enabled = true, draft = false, updated_at = now() where id = $1 and project_ref = $2 and draft and date_trunc('milliseconds', updated_at) = $3",
+    [id, ref, configVersion],
+  );
+  return (r.rowCount ?? 0) > 0;
 }
 
 export async function deleteProvider(db: Db, ref: string, id: string): Promise<boolean> {

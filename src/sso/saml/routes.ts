@@ -4,7 +4,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../../errors.js';
-import { ref } from '../../http/index.js';
+import { ref, uuid } from '../../http/index.js';
 import { loadAuthProject } from '../auth-project.js';
 import { getProvider } from '../providers/store.js';
 import { spMetadataXml } from './core/index.js';
@@ -16,7 +16,7 @@ import type { SsoContext } from '../types.js';
 const params = {
   type: 'object',
   required: ['ref', 'providerId'],
-  properties: { ref, providerId: { type: 'string', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' } },
+  properties: { ref, providerId: uuid },
 } as const;
 
 // The core refuses responses over 512 KiB of XML; their base64, form-encoded, stays under this.

@@ -12,7 +12,8 @@ import { randomToken, sha256 } from '../../lib/tokens.js';
 import { signAccessToken } from './access-tokens.js';
 import { normalizeChallengeMethod, verifyCodeVerifier } from '../sign-in/pkce.js';
 import type { AuthProject, SsoContext } from '../types.js';
-import { loadUser, presentUser, type UserRecord } from '../users/view.js';
+import { loadUser, type UserRecord } from '../users/store.js';
+import { presentUser } from '../users/view.js';
 
 const ttlSecs = (ms: number) => ms / 1000;
 

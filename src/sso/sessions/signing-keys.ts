@@ -11,10 +11,11 @@
 // the next refresh returns a token signed by the new key. The previous private key is discarded.
 import type { FastifyInstance } from 'fastify';
 import type { JWK } from 'jose';
-import { withTransaction } from '../../db/index.js';
+import { withTransaction, type PoolClient } from '../../db/index.js';
 import { errorSchema, noQuery, refParams, refuseBody } from '../../http/index.js';
 import { newSigningKey, recordAudit } from '../../projects/index.js';
 import type { AuthProject, PreviousKey, SsoContext } from '../types.js';
+import { lockSigningKeys, setSigningKeys, signingKeys } from './signing-key-store.js';
 
 /** The keys a token of this project may be verified with now: the current one and unexpired previous ones. */
 export function verificationKeys(project: Pick<AuthProject, 'jwt_public_jwk' | 'jwt_previous_keys'>, now = Date.now()): JWK[] {
@@ -28,24 +29,16 @@ function livePrevious(keys: PreviousKey[] | null | undefined, now: number): Prev
 const SKEW_MS = 60_000;
 
 /** Makes a new key the signer; call inside a transaction (`q` is its client). */
-export async function rotateSigningKey(
-  ctx: Pick<SsoContext, 'box' | 'cfg'>,
-  q: { query: (text: string, values?: unknown[]) => Promise<{ rows: any[] }> },
-  ref: string,
-): Promise<{ kid: string; previous: PreviousKey }> {
+export async function rotateSigningKey(ctx: Pick<SsoContext, 'box' | 'cfg'>, q: PoolClient, ref: string): Promise<{ kid: string; previous: PreviousKey }> {
   const next = await newSigningKey();
-  const r = await q.query('select jwt_public_jwk, jwt_previous_keys from projects where ref = $1 for update', [ref]);
-  const row = r.rows[0];
+  const row = (await lockSigningKeys(q, ref))!;
   const now = Date.now();
   const previous: PreviousKey = {
     jwk: row.jwt_public_jwk,
     retired_at: new Date(now).toISOString(),
     valid_until: new Date(now + ctx.cfg.ACCESS_TOKEN_TTL + SKEW_MS).toISOString(),
   };
-  await q.query(
-    'update projects set jwt_kid = $2, jwt_private_jwk_enc = $3, jwt_public_jwk = $4, jwt_previous_keys = $5, updated_at = now() where ref = $1',
-    [ref, next.kid, next.privateJwkSealed(ctx.box, ref), next.publicJwk, JSON.stringify([previous, ...livePrevious(row.jwt_previous_keys, now)])],
-  );
+  await setSigningKeys(q, ref, { kid: next.kid, privateJwkSealed: next.privateJwkSealed(ctx.box, ref), publicJwk: next.publicJwk, previous: [previous, ...livePrevious(row.jwt_previous_keys, now)] });
   return { kid: next.kid, previous };
 }
 
@@ -62,8 +55,7 @@ const keyView = {
 const keysView = { type: 'object', properties: { keys: { type: 'array', items: keyView } } } as const;
 
 async function listKeys(ctx: SsoContext, ref: string) {
-  const r = await ctx.db.query('select jwt_kid, jwt_public_jwk, jwt_previous_keys from projects where ref = $1', [ref]);
-  const row = r.rows[0];
+  const row = (await signingKeys(ctx.db, ref))!;
   return {
     keys: [
       { kid: row.jwt_kid, status: 'current', retired_at: null, valid_until: null, public_jwk: row.jwt_public_jwk },

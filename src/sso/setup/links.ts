@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Pool } from '../../db/index.js';
 import { randomToken, sha256 } from '../../lib/tokens.js';
+import { isUuid } from '../../lib/uuid.js';
 import type { SsoContext } from '../types.js';
 
 type Db = Pool | pg.PoolClient;
@@ -67,17 +68,15 @@ export async function linkBySecret(db: Db, secret: string): Promise<LinkRow | nu
   return r.rows[0] ?? null;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export async function linkById(db: Db, ref: string, id: string): Promise<LinkRow | null> {
-  if (!UUID.test(id)) return null;
+  if (!isUuid(id)) return null;
   const r = await db.query(`${SELECT} where l.project_ref = $1 and l.id = $2`, [ref, id]);
   return r.rows[0] ?? null;
 }
 
 /** The live link that reserved `providerId` (for the SP metadata of a provider not saved yet). */
 export async function liveLinkForProvider(db: Db, ref: string, providerId: string): Promise<LinkRow | null> {
-  if (!UUID.test(providerId)) return null;
+  if (!isUuid(providerId)) return null;
   const r = await db.query(`select * from (${SELECT} where l.project_ref = $1 and l.provider_id = $2) x where state = 'active'`, [ref, providerId]);
   return r.rows[0] ?? null;
 }
@@ -98,7 +97,7 @@ export async function lockLink(c: pg.PoolClient, id: string): Promise<LinkRow | 
  * stillUsable, the owner's revocation), so the two cannot deadlock.
  */
 export async function lockLinkOfProvider(c: pg.PoolClient, providerId: string): Promise<void> {
-  if (UUID.test(providerId)) await c.query('select 1 from sso_setup_links where provider_id = $1 for update', [providerId]);
+  if (isUuid(providerId)) await c.query('select 1 from sso_setup_links where provider_id = $1 for update', [providerId]);
 }
 
 export async function listLinks(db: Db, ref: string): Promise<LinkRow[]> {

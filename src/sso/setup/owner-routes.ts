@@ -9,7 +9,7 @@ import { ApiError } from '../../errors.js';
 import { errorSchema, guardedProject, noQuery, refParams, TEXT } from '../../http/index.js';
 import { recordAudit } from '../../projects/index.js';
 import { normalizeDomains } from '../providers/save.js';
-import { deleteProvider, getProvider } from '../providers/store.js';
+import { deleteProvider, getProvider, takenDomain } from '../providers/store.js';
 import { takeoverWarnings, takeoverWarningSchema } from '../providers/takeover.js';
 import type { SsoContext } from '../types.js';
 import { insertLink, linkById, listLinks, presentLink, revokeLink, setupUrl, type LinkKind } from './links.js';
@@ -70,8 +70,8 @@ export async function registerSetupLinkOwnerRoutes(app: FastifyInstance, ctx: Ss
       const project = guardedProject(req);
       const domains = normalizeDomains(req.body.domains);
       // Said now rather than when the admin saves: a domain another provider serves cannot be set up.
-      const taken = await ctx.db.query('select domain from sso_domains where project_ref = $1 and domain = any($2) limit 1', [project.ref, domains]);
-      if (taken.rowCount) throw new ApiError('sso_domain_taken', `The domain ${taken.rows[0].domain} is already bound to a provider of this project.`);
+      const taken = await takenDomain(ctx.db, project.ref, domains);
+      if (taken) throw new ApiError('sso_domain_taken', `The domain ${taken} is already bound to a provider of this project.`);
       const warnings = await takeoverWarnings(ctx.db, project.ref, domains, { moment: 'link' });
       const { id, secret } = await withTransaction(ctx.db, async (c) => {
         const made = await insertLink(c, project.ref, { kind: req.body.kind, domains, ttlMs: req.body.expires_in_days * DAY, tokenId: req.ownerTokenId ?? null });

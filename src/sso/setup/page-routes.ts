@@ -22,7 +22,7 @@ import { providerFields, presentProvider } from '../providers/routes.js';
 import { kindOf } from '../providers/kinds.js';
 import { providerUpdated } from '../providers/audit.js';
 import { changeProvider, createProvider, mustGet, type AuditWriter, type WriteGuard } from '../providers/save.js';
-import { deleteProvider, getProvider } from '../providers/store.js';
+import { activateDraft, deleteProvider, getProvider, lockProviderState } from '../providers/store.js';
 import { takeoverWarnings, type TakeoverWarning } from '../providers/takeover.js';
 import { EMAIL_NAMEID_FORMAT } from '../saml/core/index.js';
 import { acsUrl, spMetadataUrl } from '../saml/settings.js';
@@ -88,7 +88,7 @@ const stillUsable =
     const now = await lockLink(c, link.id);
     if (!now) throw new ApiError('sso_setup_link_not_found');
     if (now.state !== 'active') throw gone(now.state);
-    const p = (await c.query('select kind, draft, enabled from sso_providers where id = $1 for update', [link.provider_id])).rows[0] as { kind: ProviderRow['kind']; draft: boolean; enabled: boolean } | undefined;
+    const p = await lockProviderState(c, link.provider_id);
     // A live provider has used its link up (migration 101), so the check above already said 410;
     // this only keeps a link from ever writing to a provider that is not its draft.
     if (p && (!p.draft || p.enabled)) throw new ApiError('sso_setup_conflict');
@@ -272,11 +272,7 @@ export async function registerSetupPageRoutes(app: FastifyInstance, ctx: SsoCont
       // Only the settings the passing test ran against go live: a save since then, even one whose
       // write landed after the check above, changed updated_at, so nothing is updated. (The test
       // keeps the version at JavaScript's millisecond precision.)
-      const on = await c.query(
-        "update sso_providers set enabled = true, draft = false, updated_at = now() where id = $1 and project_ref = $2 and draft and date_trunc('milliseconds', updated_at) = $3",
-        [provider.id, link.project_ref, test.config_version],
-      );
-      if (!on.rowCount) throw new ApiError('sso_setup_test_required');
+      if (!(await activateDraft(c, link.project_ref, provider.id, test.config_version))) throw new ApiError('sso_setup_test_required');
       if (!(await markActivated(c, link.id))) throw gone('used');
       await audit(c, providerUpdated(provider, { enabled: true }, {}, undefined));
       const takesOver = moved.length ? { takes_over_from: moved.map((w) => ({ domain: w.domain, provider_id: w.provider_id })) } : {};

@@ -5,6 +5,7 @@
 // what to change at the IdP) is stored for the setup page, and the browser goes back to it.
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
+import { isUuid } from '../../lib/uuid.js';
 import { recordSetupLinkAudit } from '../../projects/index.js';
 import type { SignInClaims } from '../sign-in/attribute-mapping.js';
 import { domainMatches, emailDomain } from '../sign-in/domain-routing.js';
@@ -126,7 +127,7 @@ export interface StoredTest {
 }
 
 export async function getTest(ctx: Pick<SsoContext, 'db'>, linkId: string, id: string): Promise<StoredTest | null> {
-  if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
+  if (!isUuid(id)) return null;
   const r = await ctx.db.query('select * from sso_setup_tests where link_id = $1 and id = $2', [linkId, id]);
   return r.rows[0] ?? null;
 }

@@ -10,9 +10,9 @@ import { ApiError } from '../../errors.js';
 import { recordAudit } from '../../projects/index.js';
 import { assertStorableJson, errorSchema, guardedProject, noQuery, refParams, TEXT } from '../../http/index.js';
 import { emailDomain } from '../sign-in/domain-routing.js';
-import { isUuid } from '../providers/store.js';
 import type { SsoContext } from '../types.js';
-import { listUsers, loadUser, presentUser, type UserRecord } from './view.js';
+import { deleteUser, insertUser, listUsers, loadUser, revokeUserSessions, setBannedUntil, setEmailConfirmed, type UserRecord } from './store.js';
+import { presentUser } from './view.js';
 
 const idParams = { type: 'object', required: ['ref', 'id'], properties: { ...refParams.properties, id: { type: 'string', maxLength: 64 } } } as const;
 const metadata = { type: 'object', maxProperties: 100 } as const;
@@ -102,15 +102,16 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
       let id: string;
       try {
         id = await withTransaction(ctx.db, async (c) => {
-          const r = await c.query(
-            `insert into users (project_ref, email, email_confirmed_at, user_metadata, app_metadata)
-             values ($1, $2, case when $3 then now() end, $4, $5) returning id`,
-            [project.ref, email.toLowerCase(), email_confirm === true, user_metadata ?? {}, { provider: 'email', providers: [], ...app_metadata }],
-          );
+          const made = await insertUser(c, project.ref, {
+            email,
+            emailConfirmed: email_confirm === true,
+            user_metadata: user_metadata ?? {},
+            app_metadata: { provider: 'email', providers: [], ...app_metadata },
+          });
           await recordAudit(c, req, project.ref, {
             action: 'user.create',
             resourceType: 'user',
-            resourceId: r.rows[0].id,
+            resourceId: made,
             details: {
               email_domain: emailDomain(email),
               email_confirmed: email_confirm === true,
@@ -118,7 +119,7 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
               app_metadata_keys: Object.keys(app_metadata ?? {}),
             },
           });
-          return r.rows[0].id as string;
+          return made;
         });
       } catch (e) {
         if ((e as { code?: string }).code === '23505') throw new ApiError('user_exists');
@@ -153,13 +154,13 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
         const details: Record<string, unknown> = { fields: Object.keys(req.body) };
         if (ban_duration !== undefined) {
           const until = banUntil(ban_duration);
-          await c.query('update users set banned_until = $2, updated_at = now() where id = $1', [user.id, until]);
+          await setBannedUntil(c, user.id, until);
           // A ban ends the user's sessions at once, not when their access token expires.
-          const revoked = until ? await c.query('update sessions set revoked_at = now() where user_id = $1 and revoked_at is null', [user.id]) : null;
-          Object.assign(details, { ban: until ? 'set' : 'lifted', banned_until: until?.toISOString() ?? null, sessions_revoked: revoked?.rowCount ?? 0 });
+          const revoked = until ? await revokeUserSessions(c, user.id) : 0;
+          Object.assign(details, { ban: until ? 'set' : 'lifted', banned_until: until?.toISOString() ?? null, sessions_revoked: revoked });
         }
         if (email_confirm !== undefined) {
-          await c.query('update users set email_confirmed_at = case when $2 then coalesce(email_confirmed_at, now()) end, updated_at = now() where id = $1', [user.id, email_confirm]);
+          await setEmailConfirmed(c, user.id, email_confirm);
           details.email_confirmed = email_confirm;
         }
         await recordAudit(c, req, project.ref, { action: 'user.update', resourceType: 'user', resourceId: user.id, details });
@@ -174,9 +175,9 @@ export async function registerUserRoutes(app: FastifyInstance, ctx: SsoContext):
     async (req, reply) => {
       const project = guardedProject(req);
       await withTransaction(ctx.db, async (c) => {
-        const r = await c.query('delete from users where project_ref = $1 and id = $2 returning id, email', [project.ref, isUuid(req.params.id) ? req.params.id : null]);
-        if (!r.rowCount) throw new ApiError('user_not_found');
-        const { id, email } = r.rows[0];
+        const deleted = await deleteUser(c, project.ref, req.params.id);
+        if (!deleted) throw new ApiError('user_not_found');
+        const { id, email } = deleted;
         await recordAudit(c, req, project.ref, { action: 'user.delete', resourceType: 'user', resourceId: id, details: { email_domain: email ? emailDomain(email) : null } });
       });
       return reply.code(204).send();

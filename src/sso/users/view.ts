@@ -1,54 +1,7 @@
-// Users as @supabase/auth-js expects them (its User and UserIdentity types), loaded with their
-// identities. The owner's API shows the same object plus banned_until.
-import type pg from 'pg';
-import type { Pool } from '../../db/index.js';
-import { isUuid } from '../providers/store.js';
+// Users as @supabase/auth-js expects them (its User and UserIdentity types), with their
+// identities (loaded by store.ts). The owner's API shows the same object plus banned_until.
 import { providerLabel } from '../sign-in/user-resolution.js';
-
-type Db = Pool | pg.PoolClient;
-
-export interface UserRecord {
-  id: string;
-  project_ref: string;
-  email: string | null;
-  email_confirmed_at: Date | null;
-  banned_until: Date | null;
-  user_metadata: Record<string, unknown>;
-  app_metadata: Record<string, unknown>;
-  last_sign_in_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-  identities: IdentityRecord[];
-}
-
-interface IdentityRecord {
-  id: string;
-  user_id: string;
-  provider_id: string;
-  provider_kind: string;
-  subject: string;
-  email: string | null;
-  identity_data: Record<string, unknown>;
-  last_sign_in_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-const SELECT = `select u.*, coalesce((select json_agg(i order by i.created_at) from identities i where i.user_id = u.id), '[]') as identities from users u`;
-
-export async function loadUser(db: Db, ref: string, id: string): Promise<UserRecord | null> {
-  if (!isUuid(id)) return null;
-  const r = await db.query(`${SELECT} where u.project_ref = $1 and u.id = $2`, [ref, id]);
-  return r.rows[0] ?? null;
-}
-
-export async function listUsers(db: Db, ref: string, limit: number, offset: number): Promise<{ users: UserRecord[]; total: number }> {
-  const [r, n] = await Promise.all([
-    db.query(`${SELECT} where u.project_ref = $1 order by u.created_at, u.id limit $2 offset $3`, [ref, limit, offset]),
-    db.query('select count(*)::int as n from users where project_ref = $1', [ref]),
-  ]);
-  return { users: r.rows, total: n.rows[0].n };
-}
+import type { UserRecord } from './store.js';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
