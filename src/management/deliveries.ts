@@ -94,7 +94,7 @@ function decodeCursor(cursor: string): [string, string] {
 }
 
 export async function registerDeliveries(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  // 401, 404 (not the caller's project) before the request is validated: src/http/owner-guard.ts
+  // 401, 404 (not the caller's project) before the request is validated: src/http/access.ts
 
   app.get<{ Params: { ref: string }; Querystring: { status?: string; kind?: string; webhook_id?: string; cursor?: string; limit?: string } }>(
     '/v1/projects/:ref/outbox/deliveries',
