@@ -235,7 +235,7 @@ function latencySplit(ctx: PhaseCtx, first: number) {
   return { commit_to_consumable_ms: pct(capture), consumable_to_receipt_ms: pct(dispatch) };
 }
 
-/** The trigger that enqueues a graphile-worker job in the inserting transaction, 2.6-shaped. */
+/** The trigger that enqueues a graphile-worker job in the inserting transaction, its payload shaped like a webhook's (docs/delivery.md, "Payloads"). */
 const baselineTrigger = `
   create or replace function public.bench_gw_enqueue() returns trigger language plpgsql as $$
   begin

@@ -1,6 +1,6 @@
 // One validated, frozen configuration, read once at start. Every key is listed with its default in
-// .env.example and in the README's configuration table; a bad value stops the process with a
-// message naming the key. Secret-bearing keys are redacted whenever the config is printed.
+// .env.example and in docs/configuration.md (linked from the README); a bad value stops the
+// process with a message naming the key. Secret-bearing keys are redacted whenever it is printed.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';

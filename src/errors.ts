@@ -1,7 +1,7 @@
 // The error catalogue: every client-visible error has a stable snake_case code, an HTTP status and
-// a default message. The README's error table is checked against this list by a unit test, so add
-// a row there when you add one here. Internal errors never reach a client: they become a bare 500
-// `internal_error` and are logged once with the request id.
+// a default message. The table of docs/errors.md is checked against this list by a unit test
+// (`npm run docs:errors` rewrites it when you add one here). Internal errors never reach a client:
+// they become a bare 500 `internal_error` and are logged once with the request id.
 
 export const catalogue = {
   // generic request problems

@@ -1,5 +1,5 @@
 // Master-key rotation, step 2: re-encrypt every sealed column of the control database under the
-// current MASTER_KEY (README, Operations → Rotate keys).
+// current MASTER_KEY (docs/operations.md, "Rotate the master key").
 //
 //   0. restart every process with MASTER_KEY=<old> and MASTER_KEY_PREVIOUS=<new> (all can open both);
 //   1. restart every process with MASTER_KEY=<new> and MASTER_KEY_PREVIOUS=<old>: they seal with the

@@ -51,7 +51,7 @@ export interface EmailPayload {
   callback_function: string | null;
 }
 
-/** The 2.6 payload a database webhook sends (built by base.webhook_trigger). */
+/** The row-change payload a database webhook sends (docs/delivery.md, "Payloads"; built by base.webhook_trigger). */
 export interface WebhookEventPayload {
   type: 'INSERT' | 'UPDATE' | 'DELETE';
   schema: string;

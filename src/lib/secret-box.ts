@@ -4,9 +4,9 @@
 //
 // Layout: version byte (1) | 12-byte IV | 16-byte tag | ciphertext.
 //
-// Rotation (README, Operations): the box seals with the current key only, and opens with the current
-// key or, failing its authentication, with each previous key (MASTER_KEY_PREVIOUS) in turn; GCM's tag
-// tells a wrong key apart, so no key id is stored. `npm run admin -- reseal` then re-encrypts every
+// Rotation (docs/operations.md, "Rotate the master key"): the box seals with the current key only,
+// and opens with the current key or, failing its authentication, with each previous key
+// (MASTER_KEY_PREVIOUS) in turn; GCM's tag tells a wrong key apart, so no key id is stored. `npm run admin -- reseal` then re-encrypts every
 // sealed column under the current key, after which the previous keys can be dropped.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 

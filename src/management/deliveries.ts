@@ -85,7 +85,7 @@ function present(row: DeliveryRow) {
 const cursorKey = (key: unknown[]) => key.length === 2 && !Number.isNaN(Date.parse(key[0] as string)) && isUuid(key[1] as string);
 
 export async function registerDeliveries(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  // 401, 404 (not the caller's project) before the request is validated: src/http/owner-guard.ts
+  // 401, 404 (not the caller's project) before the request is validated: src/http/access.ts
 
   app.get<{ Params: { ref: string }; Querystring: { status?: string; kind?: string; webhook_id?: string; cursor?: string; limit?: string } }>(
     '/v1/projects/:ref/outbox/deliveries',

@@ -23,7 +23,7 @@ interface ReplayBody {
 }
 
 export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  // 401, 404 (not the caller's project) before the request is validated: src/http/owner-guard.ts
+  // 401, 404 (not the caller's project) before the request is validated: src/http/access.ts
 
   app.post<{ Params: { ref: string; id: string } }>(
     '/v1/projects/:ref/outbox/deliveries/:id/retry',

@@ -32,7 +32,8 @@
 //
 // Writes to tables without webhooks wake a connector too; it stops again after CAPTURE_IDLE_AFTER.
 // The cost of waking: the first message after an idle period waits for the wake check and the task
-// start (a few seconds, measured in the README); a project with traffic never stops.
+// start (about 0.4 s on the development machine: docs/operations.md, "Idle projects"); a project
+// with traffic never stops.
 import pg from 'pg';
 import type { AppContext } from '../context.js';
 import { publicationName, slotName } from './connector.js';

@@ -15,7 +15,7 @@ import { startTestService, type TestProject, type TestService } from './service.
 
 const ROOT = join(import.meta.dirname, '../..');
 
-// UPDATE_SCREENSHOTS=1 refreshes the README's pictures; other runs (CI) keep theirs out of the tree.
+// UPDATE_SCREENSHOTS=1 refreshes the pictures of the README and docs/; other runs (CI) keep theirs out of the tree.
 const SHOTS = process.env.UPDATE_SCREENSHOTS ? join(ROOT, 'docs/screenshots') : join(tmpdir(), 'dashboard-screenshots');
 
 export interface Dashboard {

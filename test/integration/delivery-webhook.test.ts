@@ -1,5 +1,5 @@
 // Database webhooks end to end: a table change fires the webhook's trigger, the message travels
-// through Debezium and Kafka, and the dispatcher sends the 2.6 payload signed per Standard Webhooks
+// through Debezium and Kafka, and the dispatcher sends the row-change payload (docs/delivery.md, "Payloads") signed per Standard Webhooks
 // (verified with the official `standardwebhooks` package) to the URL the webhook has at send time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';

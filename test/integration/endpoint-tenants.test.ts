@@ -1,4 +1,4 @@
-// Endpoint protection keeps projects apart (issue 25, item 5; docs/delivery.md, "One project's
+// Endpoint protection keeps projects apart (docs/delivery.md, "One project's
 // endpoints are its own"), on the real pipeline (Postgres, Debezium, Kafka, real HTTP receivers):
 //
 //   - two projects calling base.http_request on the same host:port have a circuit and held rows

@@ -1,4 +1,4 @@
-// Rotating MASTER_KEY on a live installation (README, Operations): values sealed under the old key
+// Rotating MASTER_KEY on a live installation (docs/operations.md, "Rotate the master key"): values sealed under the old key
 // keep working while MASTER_KEY_PREVIOUS holds it, `reseal` moves every sealed column to the new
 // key, and afterwards a service with only the new key still delivers a webhook whose header uses a
 // project secret and whose signature verifies with the secret issued before the rotation.

@@ -1,4 +1,4 @@
-// The most specific domain wins for assertions as it does for routing (issue 25, item 4), through
+// The most specific domain wins for assertions as it does for routing (docs/sso.md, "Rules and choices"), through
 // the real service: a provider of acme.test cannot create or link a user of eu.acme.test while
 // another enabled provider serves eu.acme.test (OIDC against real oidc-provider IdPs, SAML against
 // the suite's signing IdP); a setup link's test sign-in applies the same rule with its draft counted

@@ -1,4 +1,4 @@
-// Every attack on the SAML ACS the issue lists, driven through the real service: each one answers
+// Every attack the SAML ACS's checks stop (docs/sso-saml.md, "What the ACS checks"), driven through the real service: each one answers
 // a real AuthnRequest of a fresh sign-in (read from the URL the service returns), breaks one rule,
 // and must send the browser back to redirect_to with ?error=invalid_saml_response and a reason,
 // with no code and no user created. The attacker's email lies inside the provider's domain, so a

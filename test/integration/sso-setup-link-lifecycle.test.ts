@@ -1,4 +1,4 @@
-// A setup link is single-use (issue 25, item 3): the moment its provider goes live, by whatever
+// A setup link is single-use (docs/sso.md, "Single use"): the moment its provider goes live, by whatever
 // path, the link is marked used in its own row, and nothing brings it back: not deleting the
 // provider, not deleting a draft. Through the real service (the owner's Management API, the setup
 // page's API with the link's secret as the bearer, a test sign-in answered by the suite's SAML IdP),

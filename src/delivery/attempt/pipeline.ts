@@ -6,7 +6,7 @@
 //      forward). Most attempts finish sooner, and their outcome is their only event: one event per
 //      message instead of two (docs/benchmark.md, tuning log).
 //   2. the channel makes the attempt and classifies it (never throws for the target's fault)
-//   3. a failed outcome goes to ladder.onFailed, a dead one to ladder.onDead (the issue-5 seam)
+//   3. a failed outcome goes to ladder.onFailed, a dead one to ladder.onDead (the seam to the retry ladder, docs/delivery.md)
 //   4. DeliveryAttempted is published and the ledger row written (OutcomeRecorder)
 // Only when process() resolves may the dispatcher commit the record's offset.
 import type { Dispatcher } from 'undici';

@@ -1,4 +1,4 @@
-// Database webhooks: the payload (2.6) comes from the message, everything else — URL, headers,
+// Database webhooks: the payload (the row change, docs/delivery.md "Payloads") comes from the message, everything else — URL, headers,
 // timeout, signing secrets — from the webhook as it is at send time, so an update applies to
 // messages already queued and a deleted webhook ends its messages dead without a request.
 import type { OutboxMessage, WebhookPayload } from '../message.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { catalogue } from '../../../src/errors.js';
-import { errorTable, readmeTable } from '../../../scripts/error-table.js';
+import { docTable, ERROR_DOC, errorTable } from '../../../scripts/error-table.js';
 
 describe('error catalogue', () => {
   it('uses stable snake_case codes with 4xx/5xx statuses', () => {
@@ -12,7 +12,11 @@ describe('error catalogue', () => {
     }
   });
 
-  it('agrees with the README table (npm run docs:errors regenerates it)', () => {
-    expect(readmeTable(readFileSync('README.md', 'utf8'))).toBe(errorTable());
+  it('agrees with the table of docs/errors.md (npm run docs:errors regenerates it)', () => {
+    expect(docTable(readFileSync(ERROR_DOC, 'utf8'))).toBe(errorTable());
+  });
+
+  it('is linked from the README', () => {
+    expect(readFileSync('README.md', 'utf8')).toContain(`](${ERROR_DOC})`);
   });
 });

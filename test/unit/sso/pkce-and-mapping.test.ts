@@ -27,7 +27,7 @@ describe('PKCE', () => {
 describe('OIDC attribute mapping', () => {
   const claims = { sub: 's-1', email: 'Ann@Acme.test', email_verified: 'true', name: 'Ann', picture: 'https://p', given_name: 'A', family_name: 'N', dept: 'Ops', upn: 'ann@corp' };
 
-  it('uses the 2.2 defaults', () => {
+  it('uses the default OIDC mapping (docs/sso.md, attribute_mapping)', () => {
     expect(mapOidcClaims(claims)).toMatchObject({ subject: 's-1', email: 'ann@acme.test', email_verified: true, name: 'Ann', image: 'https://p', first_name: 'A', last_name: 'N', extra: {} });
   });
 

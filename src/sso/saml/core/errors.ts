@@ -1,5 +1,5 @@
 // One error type for the SAML core so the HTTP layer can map failures without parsing messages.
-// The codes are client-visible ones (docs/sso-saml.md, "Errors"; README.md, "Error codes");
+// The codes are client-visible ones (docs/sso-saml.md, "Errors"; docs/errors.md);
 // the message is a fixed, human-readable reason (it never quotes the document beyond URI-safe
 // status codes and element names), so the ACS can pass it on as error_description for the IdP
 // admin debugging a setup. Telling a forger which check failed gains them nothing: every check
