@@ -176,6 +176,17 @@ const schema = z.object({
    * refresh costs a quiet project little (it would otherwise run a whole CAPTURE_IDLE_AFTER).
    */
   CAPTURE_REFRESH_RUN: duration.prefault('30s'),
+  /**
+   * A running connector whose project sent at most CAPTURE_SLOW_AT messages in the last
+   * CAPTURE_SPEED_WINDOW (and that has run that long) reads its replication stream this often
+   * instead of every 10 ms: a project that sends now and then costs a few ms of Connect CPU a second
+   * instead of ~35-90, its messages wait up to this long to be captured. At CAPTURE_FAST_AT
+   * messages in the window it reads every 10 ms again. 0 keeps every connector fast.
+   */
+  CAPTURE_SLOW_POLL: duration.prefault('1s'),
+  CAPTURE_SPEED_WINDOW: duration.prefault('60s'),
+  CAPTURE_SLOW_AT: z.coerce.number().int().min(0).max(1_000_000).default(2),
+  CAPTURE_FAST_AT: z.coerce.number().int().min(1).max(1_000_000).default(6),
   /** WAL a replication slot may retain before /health and the logs warn (bytes; suffixes kB, MB, GB). */
   SLOT_RETAINED_WAL_WARN: bytes.prefault('1GB'),
   /**

@@ -19,6 +19,12 @@ export const slotName = (ref: string, prefix: string) => `outbox_${prefix}_${ref
 export const publicationName = slotName;
 export const connectorName = (ref: string, prefix: string) => `outbox.${prefix}.${ref}`;
 
+/** The template's poll.interval.ms: a 'fast' connector's (capture-speed.ts). */
+export function templatePollInterval(): string {
+  const template = JSON.parse(readFileSync(path.join(repoRoot, 'connectors', 'outbox-connector.json'), 'utf8')) as Record<string, string>;
+  return template['poll.interval.ms'] ?? '500';
+}
+
 export function renderConnectorConfig(t: ConnectorTarget, prefix: string): Record<string, string> {
   const u = new URL(t.databaseUrl);
   const vars: Record<string, string> = {

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { ConnectClient } from '../kafka/index.js';
 import { connectorName, publicationName, renderConnectorConfig, slotName } from './connector.js';
+import { POLL_KEY } from './capture-speed.js';
 
 const baseSchemaSql = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), 'sql', 'base-schema.sql'), 'utf8');
 // Recorded as the comment of schema `base`, so a start can tell an installed schema from an older one.
@@ -111,6 +112,8 @@ export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: st
     await env.connect.upsert(name, wanted);
     return { schema, connector: 'recreated' };
   }
+  // poll.interval.ms is the supervisor's (capture-speed.ts): a slow connector stays slow
+  if (current[POLL_KEY] !== undefined) wanted[POLL_KEY] = current[POLL_KEY];
   const keys = (o: Record<string, string>) => Object.keys(o).filter((k) => k !== 'name');
   const same = keys(current).length === keys(wanted).length && keys(wanted).every((k) => current[k] === wanted[k]);
   if (same) return { schema, connector: 'current' };

@@ -126,7 +126,12 @@ export async function stopIdleConnector(ctx: Ctx, ref: string, connector: string
  * forced statistics flush per message, a flag not set only delays a wake.
  */
 export async function setCaptureIdle(c: Pick<pg.Client, 'query'>, idle: boolean, ctx: Pick<Ctx, 'log'>): Promise<void> {
-  await c.query('update base.capture set idle = $1 where idle is distinct from $1', [idle]).catch((err: Error) => ctx.log.debug({ err: err.message }, 'could not set base.capture.idle'));
+  // The update is a write the wake counts: published at once (as an enqueue's is while idle), or
+  // a connection that published under a second before would move the counters up to 10 s later,
+  // after the next stop took W0, and wake the project for nothing.
+  await c
+    .query('with u as (update base.capture set idle = $1 where idle is distinct from $1 returning 1) select base._publish_stats() from u', [idle])
+    .catch((err: Error) => ctx.log.debug({ err: err.message }, 'could not set base.capture.idle'));
 }
 
 export interface IdleProject {

@@ -26,9 +26,10 @@ import pg from 'pg';
 import type { AppContext } from '../context.js';
 import { connectorRestarts, connectorStates, slotCaptureLagSecondsMax, slotRetainedBytesMax } from '../lib/metrics.js';
 import type { ConnectorStatus } from '../kafka/index.js';
-import { slotName } from './connector.js';
+import { slotName, templatePollInterval } from './connector.js';
 import { refreshProjectOutbox } from './service.js';
 import { projectsToWake, setCaptureIdle, stopIdleConnector, type IdleProject } from './idle-capture.js';
+import { applySpeed, wantedSpeed, type CaptureSpeed } from './capture-speed.js';
 import { hostname } from 'node:os';
 
 type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs' | 'log'>;
@@ -57,6 +58,10 @@ interface Row {
   wake_writes: number | null;
   resumed_at: Date | null;
   last_activity: Date | null;
+  capture_speed: CaptureSpeed;
+  speed_since: Date | null;
+  /** messages of the project in the last CAPTURE_SPEED_WINDOW */
+  recent_messages: number;
 }
 
 interface SlotInfo {
@@ -119,7 +124,7 @@ export class ConnectorSupervisor {
       for (const w of await projectsToWake(this.#ctx, idle)) {
         await this.#ctx.connect.setTarget(w.connector, 'resume');
         // a running connector needs no forced statistics flushes (idle-capture.ts, step 4)
-        void this.#ctx.projectDbs.pool(w.ref).then((pool) => setCaptureIdle(pool, false, this.#ctx), () => undefined);
+        await setCaptureIdle(await this.#ctx.projectDbs.pool(w.ref), false, this.#ctx).catch(() => undefined);
         // A refresh counts as activity for CAPTURE_REFRESH_RUN only, not a whole CAPTURE_IDLE_AFTER:
         // resumed_at is set that much in the past, so the usual idle rule stops it again after the
         // short run (unless a message arrives meanwhile). Run for 10 min every 30 min, a quiet
@@ -183,9 +188,12 @@ export class ConnectorSupervisor {
         `select p.ref, p.connector_name as connector, s.state, coalesce(s.restarts, 0) as restarts, coalesce(s.total_restarts, 0) as total_restarts,
                 s.last_restart_at, s.next_restart_at, s.last_failure, s.slot_waiting_since, s.stopped_at, s.wake_writes, s.resumed_at,
                 greatest(p.outbox_enabled_at, s.resumed_at,
-                         (select d.created_at from deliveries d where d.project_ref = p.ref order by d.created_at desc limit 1)) as last_activity
+                         (select d.created_at from deliveries d where d.project_ref = p.ref order by d.created_at desc limit 1)) as last_activity,
+                coalesce(s.capture_speed, 'fast') as capture_speed, s.speed_since,
+                (select count(*)::int from deliveries d where d.project_ref = p.ref and d.created_at > now() - make_interval(secs => $1)) as recent_messages
            from projects p left join connector_supervision s on s.project_ref = p.ref
           where p.outbox_enabled_at is not null and p.connector_name is not null`,
+        [ctx.cfg.CAPTURE_SPEED_WINDOW / 1000],
       )
     ).rows;
     let statuses: Map<string, ConnectorStatus>;
@@ -234,6 +242,8 @@ export class ConnectorSupervisor {
     let stoppedAt = row.stopped_at;
     let wakeWrites = row.wake_writes;
     let resumedAt = row.resumed_at;
+    let speed = row.capture_speed;
+    let speedSince = row.speed_since;
     if (status?.connector === 'STOPPED') {
       if (state !== 'idle') {
         // stopped by someone else, or by a supervisor that died between stopping and recording it:
@@ -273,6 +283,7 @@ export class ConnectorSupervisor {
           log.info({ reason: r.reason }, 'connector kept running');
         }
       }
+      if (state === 'running') [speed, speedSince] = await this.#speed(row, now, log);
       // the backoff counts restarts in a row: it starts from zero once a restart has held a while
       if (restarts > 0 && (!lastRestart || now - lastRestart.getTime() >= STABLE_MS)) {
         restarts = 0;
@@ -338,24 +349,36 @@ export class ConnectorSupervisor {
     const t = (d: Date | null) => d?.getTime() ?? null;
     const changed =
       row.state !== state || row.restarts !== restarts || row.total_restarts !== total || t(row.last_restart_at) !== t(lastRestart) || t(row.next_restart_at) !== t(next) ||
-      row.last_failure !== failure || t(row.stopped_at) !== t(stoppedAt) || (row.wake_writes === null ? null : Number(row.wake_writes)) !== (wakeWrites === null ? null : Number(wakeWrites)) || t(row.resumed_at) !== t(resumedAt);
+      row.last_failure !== failure || t(row.stopped_at) !== t(stoppedAt) || (row.wake_writes === null ? null : Number(row.wake_writes)) !== (wakeWrites === null ? null : Number(wakeWrites)) || t(row.resumed_at) !== t(resumedAt) ||
+      row.capture_speed !== speed || t(row.speed_since) !== t(speedSince);
     if (!changed && keepSlot) return { state, lag };
     await ctx.db.query(
       `insert into connector_supervision as s (project_ref, connector, state, restarts, total_restarts, last_restart_at, next_restart_at, last_failure,
                                               slot_retained_bytes, slot_pending_bytes, slot_wal_status, slot_safe_wal_bytes, capture_lag_seconds, slot_waiting_since,
-                                              stopped_at, wake_writes, resumed_at, checked_at)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $16, $17, $18, now())
+                                              stopped_at, wake_writes, resumed_at, capture_speed, speed_since, checked_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $16, $17, $18, $19, $20, now())
        on conflict (project_ref) do update set connector = $2, state = $3, restarts = $4, total_restarts = $5, last_restart_at = $6, next_restart_at = $7,
-         last_failure = $8, checked_at = now(), stopped_at = $16, wake_writes = $17, resumed_at = $18,
+         last_failure = $8, checked_at = now(), stopped_at = $16, wake_writes = $17, resumed_at = $18, capture_speed = $19, speed_since = $20,
          slot_retained_bytes = case when $15 then s.slot_retained_bytes else $9 end,
          slot_pending_bytes = case when $15 then s.slot_pending_bytes else $10 end,
          slot_wal_status = case when $15 then s.slot_wal_status else $11 end,
          slot_safe_wal_bytes = case when $15 then s.slot_safe_wal_bytes else $12 end,
          capture_lag_seconds = case when $15 then s.capture_lag_seconds else $13 end,
          slot_waiting_since = case when $15 then s.slot_waiting_since else $14 end`,
-      [row.ref, row.connector, state, restarts, total, lastRestart, next, failure, ...slotCols, keepSlot, stoppedAt, wakeWrites, resumedAt],
+      [row.ref, row.connector, state, restarts, total, lastRestart, next, failure, ...slotCols, keepSlot, stoppedAt, wakeWrites, resumedAt, speed, speedSince],
     );
     return { state, lag };
+  }
+
+  /** The speed of a running connector (capture-speed.ts): changed when its traffic says so. */
+  async #speed(row: Row, now: number, log: { info: (o: object, m: string) => void }): Promise<[CaptureSpeed, Date | null]> {
+    // a connector first seen running, or just resumed, is at its speed from now
+    const since = row.speed_since && (!row.resumed_at || row.speed_since >= row.resumed_at) ? row.speed_since : row.resumed_at ?? new Date(now);
+    const want = wantedSpeed(this.#ctx.cfg, row.capture_speed, row.recent_messages, now - since.getTime());
+    if (want === row.capture_speed) return [row.capture_speed, since];
+    if (!(await applySpeed(this.#ctx, row.connector, want, templatePollInterval()))) return [row.capture_speed, since];
+    log.info({ speed: want, recent_messages: row.recent_messages, window_seconds: this.#ctx.cfg.CAPTURE_SPEED_WINDOW / 1000 }, want === 'slow' ? 'few messages: the connector reads its stream every CAPTURE_SLOW_POLL' : 'traffic picked up: the connector reads its stream every 10 ms again');
+    return [want, new Date(now)];
   }
 
   /**

@@ -52,15 +52,15 @@ describe('refreshing an enabled outbox', () => {
 
   it('re-applies the template to a connector registered with other settings, and re-installs an older schema', async () => {
     const wanted = renderConnectorConfig({ ref, databaseUrl: dbUrl, topic }, prefix);
-    await env.connect.upsert(name(), { ...wanted, 'poll.interval.ms': '777' });
+    await env.connect.upsert(name(), { ...wanted, 'heartbeat.interval.ms': '777' });
     const c = new pg.Client({ connectionString: dbUrl });
     await c.connect();
     await c.query(`comment on schema base is 'integrations base schema 0000000000000000'`);
     await c.end();
 
     expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'reinstalled', connector: 'updated' });
-    expect((await env.connect.config(name()))!['poll.interval.ms']).toBe(wanted['poll.interval.ms']);
-    expect(wanted['poll.interval.ms']).not.toBe('777');
+    expect((await env.connect.config(name()))!['heartbeat.interval.ms']).toBe(wanted['heartbeat.interval.ms']);
+    expect(wanted['heartbeat.interval.ms']).not.toBe('777');
     expect(await schemaComment()).toBe(baseSchemaVersion);
     await env.connect.waitRunning(name());
     expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current' });
@@ -106,12 +106,12 @@ describe('refreshing at start', () => {
       expect((await svc.api(enabled.ownerToken, 'POST', `/v1/projects/${enabled.ref}/outbox/enable`)).status).toBe(200);
       const name = connectorName(enabled.ref, svc.cfg.TOPIC_PREFIX);
       const current = (await svc.ctx.connect.config(name))!;
-      await svc.ctx.connect.upsert(name, { ...current, 'poll.interval.ms': '777' });
+      await svc.ctx.connect.upsert(name, { ...current, 'heartbeat.interval.ms': '777' });
 
       const results = await refreshEnabledOutboxes(svc.ctx);
       expect([...results.keys()]).toEqual([enabled.ref]);
       expect(results.get(enabled.ref)).toEqual({ schema: 'current', connector: 'updated' });
-      expect((await svc.ctx.connect.config(name))!['poll.interval.ms']).toBe(current['poll.interval.ms']);
+      expect((await svc.ctx.connect.config(name))!['heartbeat.interval.ms']).toBe(current['heartbeat.interval.ms']);
       expect(results.has(idle.ref)).toBe(false);
 
       // A project whose outbox lock is held (a disable in progress in another process) is skipped:
