@@ -160,12 +160,13 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
       },
     },
     async (req) => {
+      // a delivery is (project, id): another project may have a delivery with the same id
       const r = await ctx.db.query(`select ${COLUMNS}, last_response_body from deliveries where project_ref = $1 and id = $2`, [req.params.ref, req.params.id]);
       if (r.rowCount === 0) throw new ApiError('delivery_not_found');
       const attempts = await ctx.db.query(
         `select run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, started_at, finished_at
-           from delivery_attempts where delivery_id = $1 order by run, attempt`,
-        [req.params.id],
+           from delivery_attempts where project_ref = $1 and delivery_id = $2 order by run, attempt`,
+        [req.params.ref, req.params.id],
       );
       return { ...present(r.rows[0]), attempt_history: attempts.rows };
     },
