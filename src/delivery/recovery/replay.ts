@@ -4,7 +4,8 @@
 //      the enqueue time, webhook, target host) and their current run.
 //   2. The messages themselves are read back from the log (log-read.ts): dead ones from the dead
 //      topic, failed ones (a retry is scheduled) from the retry topics, from shortly before their
-//      last update. Nothing is rebuilt from the table, so what is sent again is what SQL enqueued.
+//      last update, records of this project only (another project may use the same message id).
+//      Nothing is rebuilt from the table, so what is sent again is what SQL enqueued.
 //   3. The old run is closed in the ledger (a final 'superseded' row, keyed with the project), so a
 //      retry of it still waiting on the ladder is skipped; then each message is produced to the
 //      outbox topic with run + 1, attempt 1, due now and run-started-at = now (a new run has the
@@ -92,6 +93,7 @@ export async function replayDeliveries(
   const since = Math.min(...rows.map((x) => Number(x.updated_ms))) - READ_BACK_MARGIN_MS;
   const found = await readBack(ctx, {
     topics,
+    project: ref,
     wanted: new Map(rows.map((x) => [x.id, x.run])),
     since,
     progress: progress && ((d, t) => progress('reading', d, t)),
