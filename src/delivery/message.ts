@@ -181,8 +181,12 @@ export function callbackOf(msg: OutboxMessage): string | null {
   return msg.payload.kind === 'webhook' ? null : (msg.payload.callback_function ?? null);
 }
 
-/** Dedup key of one attempt: a redelivered record with the same key is the same attempt. */
-export const attemptKey = (msg: Pick<OutboxMessage, 'id' | 'run' | 'attempt'>) => `${msg.id}:${msg.run}:${msg.attempt}`;
+/**
+ * Dedup key of one attempt: a redelivered record with the same key is the same attempt. It starts
+ * with the project: a message id is chosen in the project's own database, so two projects may
+ * use one id, and neither's record may pass for the other's (project refs hold no ':').
+ */
+export const attemptKey = (msg: Pick<OutboxMessage, 'project' | 'id' | 'run' | 'attempt'>) => `${msg.project}:${msg.id}:${msg.run}:${msg.attempt}`;
 
 /** ISO time with up to microsecond digits (as base._enqueue writes it) → epoch microseconds. */
 export function isoToMicros(iso: string): number | undefined {

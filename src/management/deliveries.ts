@@ -139,9 +139,10 @@ export async function registerDeliveries(app: FastifyInstance, ctx: AppContext):
       },
     },
     async (req) => {
+      // a delivery is (project, id): another project may have a delivery with the same id
       const row = await getDelivery(ctx.db, req.params.ref, req.params.id);
       if (!row) throw new ApiError('delivery_not_found');
-      const attempts = await deliveryAttempts(ctx.db, req.params.id);
+      const attempts = await deliveryAttempts(ctx.db, req.params.ref, req.params.id);
       return { ...present(row), attempt_history: attempts };
     },
   );

@@ -91,11 +91,11 @@ export async function getDelivery(q: Q, ref: string, id: string): Promise<Delive
 }
 
 /** Every attempt of a delivery, in order (run, then attempt). */
-export async function deliveryAttempts(q: Q, deliveryId: string): Promise<AttemptRow[]> {
+export async function deliveryAttempts(q: Q, ref: string, deliveryId: string): Promise<AttemptRow[]> {
   const r = await q.query<AttemptRow>(
     `select run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, started_at, finished_at
-       from delivery_attempts where delivery_id = $1 order by run, attempt`,
-    [deliveryId],
+       from delivery_attempts where project_ref = $1 and delivery_id = $2 order by run, attempt`,
+    [ref, deliveryId],
   );
   return r.rows;
 }

@@ -301,10 +301,10 @@ describe('crash safety under a stream of 10,000 messages', () => {
     // the row's outcome is its attempt's in the history, and a final outcome the ledger recorded
     const disagree = await svc.ctx.db.query(
       `select d.id from deliveries d
-         left join delivery_attempts a on a.delivery_id = d.id and a.run = d.run and a.attempt = d.attempts
+         left join delivery_attempts a on a.project_ref = d.project_ref and a.delivery_id = d.id and a.run = d.run and a.attempt = d.attempts
         where d.project_ref = $1
           and (a.delivery_id is null or (d.status = 'delivered') <> (a.outcome = 'delivered')
-               or not exists (select 1 from delivery_ledger l where l.message_id = d.id and l.run = d.run and l.final))`,
+               or not exists (select 1 from delivery_ledger l where l.project_ref = d.project_ref and l.message_id = d.id and l.run = d.run and l.final))`,
       [project.ref],
     );
     await explain(disagree.rows.slice(0, 3).map((r) => r.id));
@@ -313,11 +313,11 @@ describe('crash safety under a stream of 10,000 messages', () => {
     // whose failed copy's retry was taken before the other copy's final outcome was recorded is
     // made again, and the run ends final twice in the ledger and the history. The projection keeps
     // the first (projection.ts); counted and reported with the duplicates below.
-    const twoFinalRuns = (await svc.ctx.db.query(`select message_id from delivery_ledger where final group by message_id, run having count(*) > 1`)).rows;
+    const twoFinalRuns = (await svc.ctx.db.query(`select message_id from delivery_ledger where final group by project_ref, message_id, run having count(*) > 1`)).rows;
     await explain(twoFinalRuns.slice(0, 2).map((r) => r.message_id));
     const twoFinalAttempts = (
       await svc.ctx.db.query(
-        `select delivery_id from delivery_attempts a join deliveries d on d.id = a.delivery_id
+        `select delivery_id from delivery_attempts a join deliveries d on d.project_ref = a.project_ref and d.id = a.delivery_id
           where d.project_ref = $1 and a.outcome <> 'failed' group by delivery_id having count(*) > 1`,
         [project.ref],
       )

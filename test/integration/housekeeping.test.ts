@@ -19,11 +19,10 @@ describe('housekeeping', () => {
     await svc?.stop();
   });
 
-  async function ledgerRow(ageDays: number) {
-    const id = randomUUID();
+  async function ledgerRow(ageDays: number, id = randomUUID(), project = 'p') {
     await svc.ctx.db.query(
-      `insert into delivery_ledger (message_id, run, attempt, outcome, final, recorded_at) values ($1, 1, 1, 'delivered', true, now() - make_interval(secs => $2))`,
-      [id, (ageDays * DAY) / 1000],
+      `insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final, recorded_at) values ($3, $1, 1, 1, 'delivered', true, now() - make_interval(secs => $2))`,
+      [id, (ageDays * DAY) / 1000, project],
     );
     return id;
   }
@@ -39,20 +38,24 @@ describe('housekeeping', () => {
   it('deletes what is past the retention in slices and keeps the rest', async () => {
     // 12,000 old rows: more than two slices of 5,000
     await svc.ctx.db.query(
-      `insert into delivery_ledger (message_id, run, attempt, outcome, final, recorded_at)
-       select gen_random_uuid(), 1, 1, 'delivered', true, now() - interval '30 days' from generate_series(1, 12000)`,
+      `insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final, recorded_at)
+       select case when i % 2 = 0 then 'p' else 'q' end, gen_random_uuid(), 1, 1, 'delivered', true, now() - interval '30 days' from generate_series(1, 12000) i`,
     );
     const fresh = await ledgerRow(1);
     const borderline = await ledgerRow(7.5);
+    // one message id in two projects: the old row goes, the fresh one of the other project stays
+    const shared = await ledgerRow(30, randomUUID(), 'p');
+    await ledgerRow(1, shared, 'q');
     const oldDone = await callbackRow(9, 'ok');
     const oldFailed = await callbackRow(9, 'failed');
     const oldPending = await callbackRow(9, 'pending');
     const freshDone = await callbackRow(1, 'ok');
 
     const r = await housekeep(svc.ctx, 8 * DAY);
-    expect(r).toEqual({ ran: true, ledger: 12000, callbacks: 2 });
+    expect(r).toEqual({ ran: true, ledger: 12001, callbacks: 2 });
     const ledger = (await svc.ctx.db.query('select message_id from delivery_ledger')).rows.map((x) => x.message_id).sort();
-    expect(ledger).toEqual([fresh, borderline].sort());
+    expect(ledger).toEqual([fresh, borderline, shared].sort());
+    expect((await svc.ctx.db.query('select project_ref from delivery_ledger where message_id = $1', [shared])).rows).toEqual([{ project_ref: 'q' }]);
     const callbacks = (await svc.ctx.db.query('select message_id from delivery_callbacks')).rows.map((x) => x.message_id).sort();
     expect(callbacks).toEqual([oldPending, freshDone].sort());
     expect(callbacks).not.toContain(oldDone);

@@ -137,6 +137,7 @@ export class AttemptPipeline {
       duration_ms: Math.max(0, Math.round(outcome.durationMs)),
     };
     await recorder.record([encodeEvent({ type: 'DeliveryAttempted', data: event })], {
+      project: msg.project,
       messageId: msg.id,
       run: msg.run,
       attempt: msg.attempt,

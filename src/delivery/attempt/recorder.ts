@@ -18,8 +18,11 @@
 import { Partitioners, type Producer } from 'kafkajs';
 import type { AppContext } from '../../context.js';
 import type { Logger } from '../../lib/logger.js';
+import { attemptKey, type OutboxMessage } from '../message.js';
 
 export interface LedgerRow {
+  /** the message's project (the Kafka header Connect adds): part of every ledger key */
+  project: string;
   messageId: string;
   run: number;
   attempt: number;
@@ -143,7 +146,7 @@ export class OutcomeRecorder {
     const byKey = new Map<string, LedgerRow>();
     for (const r of batch.map((p) => p.ledger)) {
       if (!r) continue;
-      const k = `${r.messageId}:${r.run}:${r.attempt}`;
+      const k = `${r.project}:${r.messageId}:${r.run}:${r.attempt}`;
       if (!byKey.get(k)?.final) byKey.set(k, r);
     }
     const rows = [...byKey.values()];
@@ -154,29 +157,42 @@ export class OutcomeRecorder {
         // The same attempt made twice (two processes across a rebalance) may record a failed copy
         // and a final one, in either order: the final one wins, so the run is known to have ended
         // and the failed copy's retries are skipped, as the projection already shows it ended.
-        text: `insert into delivery_ledger as l (message_id, run, attempt, outcome, final)
-         select * from unnest($1::uuid[], $2::int[], $3::int[], $4::text[], $5::bool[])
-         on conflict (message_id, run, attempt) do update set outcome = excluded.outcome, final = true
+        // The key starts with the project (migration 103): another project's record with the same
+        // message id is another message, recorded beside this one.
+        text: `insert into delivery_ledger as l (project_ref, message_id, run, attempt, outcome, final)
+         select * from unnest($1::text[], $2::uuid[], $3::int[], $4::int[], $5::text[], $6::bool[])
+         on conflict (project_ref, message_id, run, attempt) do update set outcome = excluded.outcome, final = true
           where excluded.final and not l.final`,
-        values: [rows.map((r) => r.messageId), rows.map((r) => r.run), rows.map((r) => r.attempt), rows.map((r) => r.outcome), rows.map((r) => r.final)],
+        values: [
+          rows.map((r) => r.project),
+          rows.map((r) => r.messageId),
+          rows.map((r) => r.run),
+          rows.map((r) => r.attempt),
+          rows.map((r) => r.outcome),
+          rows.map((r) => r.final),
+        ],
       });
     }
   }
 }
 
 /**
- * Which of these attempts are already recorded: the attempt itself, or a final outcome of its run.
- * One query per fetched batch. Returns attempt keys (id:run:attempt).
+ * Which of these attempts are already recorded: the attempt itself, or a final outcome of its run,
+ * within the message's own project (a row of another project with the same message id is another
+ * message's). One query per fetched batch. Returns attempt keys (message.ts, attemptKey).
  */
-export async function alreadyRecorded(db: AppContext['db'], msgs: readonly { id: string; run: number; attempt: number }[]): Promise<Set<string>> {
+export async function alreadyRecorded(
+  db: AppContext['db'],
+  msgs: readonly Pick<OutboxMessage, 'project' | 'id' | 'run' | 'attempt'>[],
+): Promise<Set<string>> {
   if (msgs.length === 0) return new Set();
   const r = await db.query({
     name: 'ledger-check',
-    text: `select m.id, m.run, m.attempt
-       from unnest($1::uuid[], $2::int[], $3::int[]) as m(id, run, attempt)
+    text: `select m.project, m.id, m.run, m.attempt
+       from unnest($1::text[], $2::uuid[], $3::int[], $4::int[]) as m(project, id, run, attempt)
       where exists (select 1 from delivery_ledger l
-                     where l.message_id = m.id and l.run = m.run and (l.attempt = m.attempt or l.final))`,
-    values: [msgs.map((m) => m.id), msgs.map((m) => m.run), msgs.map((m) => m.attempt)],
+                     where l.project_ref = m.project and l.message_id = m.id and l.run = m.run and (l.attempt = m.attempt or l.final))`,
+    values: [msgs.map((m) => m.project), msgs.map((m) => m.id), msgs.map((m) => m.run), msgs.map((m) => m.attempt)],
   });
-  return new Set(r.rows.map((x) => `${x.id}:${x.run}:${x.attempt}`));
+  return new Set(r.rows.map((x) => attemptKey(x)));
 }

@@ -1,12 +1,12 @@
 // Callbacks after the final outcome, off the hot path: a consumer group on the delivery-events
 // topic (<prefix>.callbacks) reacts to final DeliveryAttempted events that name a callback_function
-// and writes one work row per (delivery, run) into delivery_callbacks (insert-if-absent, then the
-// offset is committed), so a replayed or duplicated event is not called twice and the work survives
-// a crash. A runner in every dispatcher process claims due rows (lease + skip locked, so several
-// processes share the work), calls the function as base_callback (call.ts), publishes a
-// CallbackInvoked event (projected into deliveries.callback_*) and finishes the row or schedules the
-// next call (CALLBACK_RETRY_DELAY doubling, at most CALLBACK_MAX_ATTEMPTS calls). A callback never
-// changes the delivery's status, and a slow or failing one only holds its own row.
+// and writes one work row per (project, delivery, run) into delivery_callbacks (insert-if-absent,
+// then the offset is committed), so a replayed or duplicated event is not called twice and the work
+// survives a crash. A runner in every dispatcher process claims due rows (lease + skip locked, so
+// several processes share the work), calls the function as base_callback (call.ts), publishes a
+// CallbackInvoked event (projected into deliveries.callback_*) and finishes the row or schedules
+// the next call (CALLBACK_RETRY_DELAY doubling, at most CALLBACK_MAX_ATTEMPTS calls). A callback
+// never changes the delivery's status, and a slow or failing one only holds its own row.
 //
 // At least once: a crash after a call's commit and before its row is finished calls it again when
 // the lease runs out.
@@ -80,12 +80,12 @@ export class CallbackRunner {
     const leaseMs = this.ctx.cfg.CALLBACK_TIMEOUT + 30_000;
     const r = await this.ctx.db.query<Claimed>(
       `with due as (
-         select message_id, run from delivery_callbacks
+         select project_ref, message_id, run from delivery_callbacks
           where status = 'pending' and next_attempt_at <= now() and (claimed_until is null or claimed_until < now())
           order by next_attempt_at limit ${BATCH} for update skip locked)
        update delivery_callbacks c
           set claimed_until = now() + $1 * interval '1 millisecond', attempts = c.attempts + 1, updated_at = now()
-         from due where c.message_id = due.message_id and c.run = due.run
+         from due where c.project_ref = due.project_ref and c.message_id = due.message_id and c.run = due.run
        returning c.message_id, c.run, c.project_ref, c.function, c.payload, c.attempts`,
       [leaseMs],
     );
@@ -121,8 +121,8 @@ export class CallbackRunner {
       `update delivery_callbacks
           set status = $3, last_error = $4, claimed_until = null, updated_at = now(),
               next_attempt_at = now() + $5 * interval '1 millisecond'
-        where message_id = $1 and run = $2`,
-      [row.message_id, row.run, status === 'retrying' ? 'pending' : status, error, delayMs],
+        where project_ref = $6 and message_id = $1 and run = $2`,
+      [row.message_id, row.run, status === 'retrying' ? 'pending' : status, error, delayMs, row.project_ref],
     );
   }
 }
@@ -165,7 +165,7 @@ export async function startCallbacks(ctx: AppContext, onFatal: OnFatal = logFata
         await ctx.db.query(
           `insert into delivery_callbacks (message_id, run, project_ref, function, payload)
            select * from unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::jsonb[])
-           on conflict do nothing`,
+           on conflict (project_ref, message_id, run) do nothing`,
           [work.map((e) => e.message_id), work.map((e) => e.run), work.map((e) => e.project), work.map((e) => e.callback_function), work.map((e) => JSON.stringify(payloadOf(e)))],
         );
         runner.kick();

@@ -58,6 +58,9 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
   // Bytes of record values in flight: with a capped heap (npm start), 256 large rows at once must
   // wait rather than run the process out of memory; ordinary messages never reach it.
   const bytes = new Limiter(INFLIGHT_BYTES);
+  // Both sets below are keyed by attemptKey (message.ts): project, message id, run, attempt. The
+  // project is part of it because message ids are chosen in the projects' databases: a record of
+  // another project with the same id must neither wait for this one nor pass for it.
   const recent = new RecentKeys();
   // kafkajs hands the partitions of one fetch to concurrent eachBatch calls; at moderate rates each
   // holds a record or two. Their ledger checks are coalesced into one query per fetch instead of
@@ -130,7 +133,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       const key = msg ? attemptKey(msg) : '';
       tracker.begin(n);
       if (!msg || recorded.has(key) || recent.has(key)) {
-        if (msg) log.debug({ message: msg.id, run: msg.run, attempt: msg.attempt }, 'outcome already recorded; not sending again');
+        if (msg) log.debug({ message: msg.id, project: msg.project, run: msg.run, attempt: msg.attempt }, 'outcome already recorded; not sending again');
         tracker.finish(n);
         resolveOffset(offset);
         continue;

@@ -7,9 +7,11 @@
 //     whose retries go on, beside the final one, in either order; neither that copy nor a later
 //     attempt of its retries reopens the run. Between finals of one run, delivered beats dead (the
 //     receiver has the message), then the earliest attempt, then the earliest finish;
-//   - an attempt row is keyed (delivery, run, attempt): of two copies of one attempt it keeps the
-//     stronger outcome (delivered > dead > failed, then the earlier finish), so the history shows
-//     one outcome per attempt and agrees with the row;
+//   - a delivery is keyed (project, message id): message ids are chosen in the projects' own
+//     databases, so two projects may use one id, and each has its own row (migration 103);
+//   - an attempt row is keyed (project, delivery, run, attempt): of two copies of one attempt it
+//     keeps the stronger outcome (delivered > dead > failed, then the earlier finish), so the
+//     history shows one outcome per attempt and agrees with the row;
 //   - both orders are total and depend only on the events, so every order of applying them (live,
 //     replayed, duplicated, a rebuild beside the live projector) ends in the same rows;
 //   - every timestamp comes from the event, never from now(), so a rebuild is identical.
@@ -40,6 +42,7 @@ interface Row {
 }
 
 interface AttemptRow {
+  project_ref: string;
   delivery_id: string;
   run: number;
   attempt: number;
@@ -113,6 +116,7 @@ export function fold(events: DeliveryEvent[]): { rows: Row[]; attempts: AttemptR
         updated_at: a.finished_at,
       };
       const attempt: AttemptRow = {
+        project_ref: a.project,
         delivery_id: a.message_id,
         run: a.run,
         attempt: a.attempt,
@@ -125,17 +129,20 @@ export function fold(events: DeliveryEvent[]): { rows: Row[]; attempts: AttemptR
         started_at: a.started_at,
         finished_at: a.finished_at,
       };
-      const key = `${a.message_id}:${a.run}:${a.attempt}`;
+      const key = `${a.project}:${a.message_id}:${a.run}:${a.attempt}`;
       const prevAttempt = attempts.get(key);
       if (!prevAttempt || compare(attemptPosition(attempt), attemptPosition(prevAttempt)) > 0) attempts.set(key, attempt);
     }
-    const prev = rows.get(row.id);
-    if (!prev || compare(position(row), position(prev)) > 0) rows.set(row.id, row);
+    const rowKey = `${row.project_ref}:${row.id}`;
+    const prev = rows.get(rowKey);
+    if (!prev || compare(position(row), position(prev)) > 0) rows.set(rowKey, row);
   }
   // One lock order for every writer (live projector, a rebuild running beside it): no deadlocks.
-  const byId = (x: { id?: string; delivery_id?: string }, y: { id?: string; delivery_id?: string }) =>
-    (x.id ?? x.delivery_id)! < (y.id ?? y.delivery_id)! ? -1 : 1;
-  const byKey = (x: AttemptRow, y: AttemptRow) => (x.delivery_id !== y.delivery_id ? byId(x, y) : x.run - y.run || x.attempt - y.attempt);
+  // By id, then project (ids of two projects rarely meet), as the upsert orders its rows.
+  const byId = (x: { project_ref: string; id: string }, y: { project_ref: string; id: string }) =>
+    x.id !== y.id ? (x.id < y.id ? -1 : 1) : x.project_ref < y.project_ref ? -1 : x.project_ref > y.project_ref ? 1 : 0;
+  const byKey = (x: AttemptRow, y: AttemptRow) =>
+    byId({ project_ref: x.project_ref, id: x.delivery_id }, { project_ref: y.project_ref, id: y.delivery_id }) || x.run - y.run || x.attempt - y.attempt;
   return { rows: [...rows.values()].sort(byId), attempts: [...attempts.values()].sort(byKey) };
 }
 
@@ -180,33 +187,34 @@ async function writeRows(client: Pool | PoolClient, rows: ReturnType<typeof fold
       // named: parsed and planned once per connection
       name: 'projection-apply',
       text: `with fresh as (
-         insert into delivery_attempts as a (delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, started_at, finished_at)
-         select delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, ${ts('started_at')}, ${ts('finished_at')}
-           from jsonb_to_recordset($1::jsonb) as x(delivery_id uuid, run int, attempt int, outcome text, http_status int, smtp_code int, error text,
+         insert into delivery_attempts as a (project_ref, delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, started_at, finished_at)
+         select project_ref, delivery_id, run, attempt, outcome, http_status, smtp_code, error, response_body, duration_ms, ${ts('started_at')}, ${ts('finished_at')}
+           from jsonb_to_recordset($1::jsonb) as x(project_ref text, delivery_id uuid, run int, attempt int, outcome text, http_status int, smtp_code int, error text,
                                                   response_body text, duration_ms int, started_at bigint, finished_at bigint)
-         on conflict (delivery_id, run, attempt) do update set
+         on conflict (project_ref, delivery_id, run, attempt) do update set
            outcome = excluded.outcome, http_status = excluded.http_status, smtp_code = excluded.smtp_code, error = excluded.error,
            response_body = excluded.response_body, duration_ms = excluded.duration_ms, started_at = excluded.started_at,
            finished_at = excluded.finished_at
          where ${attemptPositionSql('a')} < ${attemptPositionSql('excluded')}
-         returning a.delivery_id, (a.xmax = 0) as inserted
+         returning a.project_ref, a.delivery_id, (a.xmax = 0) as inserted
        ), added as (
-         select delivery_id, count(*)::int as n from fresh where inserted group by delivery_id
+         select project_ref, delivery_id, count(*)::int as n from fresh where inserted group by project_ref, delivery_id
        )
        insert into deliveries as d (id, project_ref, kind, webhook_id, target, method, status, run, attempts, total_attempts, last_http_status, last_smtp_code,
                                     last_error, last_response_body, callback_function, message_created_at, next_attempt_at, delivered_at,
                                     created_at, updated_at)
-       select x.id, project_ref, kind, webhook_id, target, method, status, run, attempts, coalesce(added.n, 0), last_http_status, last_smtp_code,
+       select x.id, x.project_ref, kind, webhook_id, target, method, status, run, attempts, coalesce(added.n, 0), last_http_status, last_smtp_code,
               last_error, last_response_body, callback_function, ${tsMicros('message_created_at')}, ${ts('next_attempt_at')}, ${ts('delivered_at')},
               ${tsMicros('message_created_at')}, ${ts('updated_at')}
          from jsonb_to_recordset($2::jsonb) as x(id uuid, project_ref text, kind text, webhook_id uuid, target text, method text, status text,
                                                 run int, attempts int, last_http_status int, last_smtp_code int, last_error text,
                                                 last_response_body text, callback_function text, message_created_at bigint,
                                                 next_attempt_at bigint, delivered_at bigint, updated_at bigint)
-         left join added on added.delivery_id = x.id
-        -- one lock order for every writer (fold sorts by id; a hash join would not keep it)
-        order by x.id
-       on conflict (id) do update set
+         left join added on added.project_ref = x.project_ref and added.delivery_id = x.id
+        -- one lock order for every writer (fold sorts by id, then project; a hash join would not
+        -- keep it)
+        order by x.id, x.project_ref
+       on conflict (project_ref, id) do update set
          ${moved.join(',\n           ')},
          webhook_id = case when ${forward} then coalesce(excluded.webhook_id, d.webhook_id) else d.webhook_id end,
          -- a new run starts pending but keeps showing how the previous one ended

@@ -95,7 +95,7 @@ export async function rebuildDeliveries(ctx: AppContext, opts: { project?: strin
     // between them would survive the first delete and lose its count in the replay.
     await withTransaction(ctx.db, async (c) => {
       await c.query('lock table deliveries in share row exclusive mode');
-      await c.query(`delete from delivery_attempts where delivery_id in (select id from deliveries ${where})`, params);
+      await c.query(`delete from delivery_attempts ${where}`, params);
       await c.query(`delete from deliveries ${where}`, params);
     });
 

@@ -1,12 +1,17 @@
 // Reads outbox messages back from the log (the dead topic, the retry topics) for a manual retry or
 // a bulk replay: scans the given topics from the offsets at a timestamp up to their end as it was
-// when the read started, keeping for each wanted message id its newest record. A throwaway consumer
-// group is used and deleted afterwards; nothing is committed.
+// when the read started, keeping for each wanted message id its newest record of the given
+// project. The topics hold every project's records, and a message id is chosen in a project's own
+// database: another project's record with the same id is another message, never read back for
+// this one (its project header is the one Connect added, not something the project writes). A
+// throwaway consumer group is used and deleted afterwards; nothing is committed.
 import type { AppContext } from '../../context.js';
 import { decodeMessage, MalformedMessageError, type OutboxMessage } from '../message.js';
 
 export interface ReadBackOptions {
   topics: string[];
+  /** the project whose messages are wanted: records of any other project are skipped */
+  project: string;
   /** message id → the newest run wanted (records of later runs are ignored) */
   wanted: Map<string, number>;
   /** epoch ms: records older than this are not read (offsets by timestamp) */
@@ -63,6 +68,7 @@ export async function readBack(ctx: Pick<AppContext, 'kafka' | 'cfg' | 'log'>, o
             if (maxRun === undefined) continue;
             try {
               const msg = decodeMessage(m);
+              if (msg.project !== opts.project || msg.id !== id) continue;
               const prev = found.get(msg.id);
               if (msg.run <= maxRun && (!prev || msg.run > prev.run || (msg.run === prev.run && msg.attempt >= prev.attempt))) found.set(msg.id, msg);
             } catch (err) {

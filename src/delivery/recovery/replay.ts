@@ -4,12 +4,13 @@
 //      the enqueue time, webhook, target host) and their current run.
 //   2. The messages themselves are read back from the log (log-read.ts): dead ones from the dead
 //      topic, failed ones (a retry is scheduled) from the retry topics, from shortly before their
-//      last update. Nothing is rebuilt from the table, so what is sent again is what SQL enqueued.
-//   3. The old run is closed in the ledger (a final 'superseded' row), so a retry of it still
-//      waiting on the ladder is skipped; then each message is produced to the outbox topic with
-//      run + 1, attempt 1, due now and run-started-at = now (a new run has the whole budget again:
-//      MAX_ATTEMPTS attempts and MAX_MESSAGE_AGE from now), and a DeliveryQueued event makes the
-//      delivery `pending` at once.
+//      last update, records of this project only (another project may use the same message id).
+//      Nothing is rebuilt from the table, so what is sent again is what SQL enqueued.
+//   3. The old run is closed in the ledger (a final 'superseded' row, keyed with the project), so a
+//      retry of it still waiting on the ladder is skipped; then each message is produced to the
+//      outbox topic with run + 1, attempt 1, due now and run-started-at = now (a new run has the
+//      whole budget again: MAX_ATTEMPTS attempts and MAX_MESSAGE_AGE from now), and a
+//      DeliveryQueued event makes the delivery `pending` at once.
 import type { AppContext } from '../../context.js';
 import { encodeEvent } from '../events.js';
 import { readBack } from './log-read.js';
@@ -92,6 +93,7 @@ export async function replayDeliveries(
   const since = Math.min(...rows.map((x) => Number(x.updated_ms))) - READ_BACK_MARGIN_MS;
   const found = await readBack(ctx, {
     topics,
+    project: ref,
     wanted: new Map(rows.map((x) => [x.id, x.run])),
     since,
     progress: progress && ((d, t) => progress('reading', d, t)),
@@ -105,7 +107,7 @@ export async function replayDeliveries(
   }
   for (let i = 0; i < ready.length; i += PRODUCE_BATCH) {
     const chunk = ready.slice(i, i + PRODUCE_BATCH);
-    await requeue(ctx, chunk);
+    await requeue(ctx, ref, chunk);
     result.replayed += chunk.length;
     for (const { row } of chunk) result.runs[row.id] = row.run + 1;
     progress?.('enqueueing', result.replayed, ready.length);
@@ -114,12 +116,12 @@ export async function replayDeliveries(
   return result;
 }
 
-async function requeue(ctx: AppContext, chunk: { row: Row; msg: OutboxMessage }[]): Promise<void> {
+async function requeue(ctx: AppContext, ref: string, chunk: { row: Row; msg: OutboxMessage }[]): Promise<void> {
   await ctx.db.query(
-    `insert into delivery_ledger (message_id, run, attempt, outcome, final)
-     select id, run, 0, 'superseded', true from unnest($1::uuid[], $2::int[]) as x(id, run)
-     on conflict do nothing`,
-    [chunk.map((c) => c.row.id), chunk.map((c) => c.row.run)],
+    `insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final)
+     select $1, id, run, 0, 'superseded', true from unnest($2::uuid[], $3::int[]) as x(id, run)
+     on conflict (project_ref, message_id, run, attempt) do nothing`,
+    [ref, chunk.map((c) => c.row.id), chunk.map((c) => c.row.run)],
   );
   const now = Date.now();
   await ctx.producer.send({

@@ -9,7 +9,9 @@
 //                  | webhook_disabled (its webhook is disabled, by the owner or the service)
 //   last-outcome   JSON {outcome, http_status, smtp_code, error, at}: what the delivery shows
 // A crash between producing a dead letter and recording the attempt produces it again on the
-// replayed attempt: readers keep one record per (id, run).
+// replayed attempt: readers keep one record per (project, id, run). The project is the record's
+// `project` header (Connect's, carried over by encodeMessage): two projects may use one message id,
+// and a reader (recovery/log-read.ts) takes only the records of the project it reads for.
 import type { AppContext } from '../../context.js';
 import { encodeMessage, type OutboxMessage } from '../message.js';
 import type { AttemptOutcome } from '../../outbound/index.js';

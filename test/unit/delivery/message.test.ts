@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeMessage, encodeMessage, isoToMicros, MalformedMessageError } from '../../../src/delivery/message.js';
+import { attemptKey, decodeMessage, encodeMessage, isoToMicros, MalformedMessageError } from '../../../src/delivery/message.js';
 
 const id = '0b9f1a4e-6a1e-4c59-9a7f-3a8d2f0c1e55';
 const value = Buffer.from(JSON.stringify({ id, kind: 'http', created_at: '2026-01-01T00:00:00.123456Z', method: 'GET', url: 'https://x' }));
@@ -26,5 +26,10 @@ describe('message envelope', () => {
     expect(isoToMicros('2026-01-01T00:00:00.123456Z')).toBe(Date.parse('2026-01-01T00:00:00Z') * 1000 + 123456);
     expect(isoToMicros('2026-01-01T00:00:00Z')).toBe(Date.parse('2026-01-01T00:00:00Z') * 1000);
     expect(isoToMicros('yesterday')).toBeUndefined();
+  });
+  it('keys an attempt by project, message id, run and attempt: one id in two projects is two attempts', () => {
+    const record = (project: string) => decodeMessage({ key: Buffer.from(id), value, headers: { id: Buffer.from(id), kind: Buffer.from('http'), project: Buffer.from(project) } });
+    expect(attemptKey(record('proj'))).toBe(`proj:${id}:1:1`);
+    expect(attemptKey(record('other'))).not.toBe(attemptKey(record('proj')));
   });
 });

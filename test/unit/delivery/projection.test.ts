@@ -93,3 +93,22 @@ describe('fold: one attempt made twice, and the state only moving forward', () =
     }
   });
 });
+
+describe('fold: one message id in two projects', () => {
+  it('keeps a row and an attempt history per project, whatever the order (message ids are chosen in the projects’ databases)', () => {
+    const other = (ev: DeliveryEvent): DeliveryEvent => ({ ...ev, data: { ...ev.data, project: 'q', target: 'https://other/' } }) as DeliveryEvent;
+    // project p delivered at once; project q failed, then ended dead, with the same message id
+    const events = [attempted(1, 'delivered', 10), other(attempted(1, 'failed', 11)), other(attempted(2, 'dead', 20))];
+    for (const s of everyOrder(events)) {
+      expect(s.rows.map((r) => [r.project_ref, r.id, r.status, r.attempts, r.target])).toEqual([
+        ['p', common.message_id, 'delivered', 1, 'https://x/{{secret:A}}'],
+        ['q', common.message_id, 'dead', 2, 'https://other/'],
+      ]);
+      expect(s.attempts.map((a) => [a.project_ref, a.attempt, a.outcome])).toEqual([
+        ['p', 1, 'delivered'],
+        ['q', 1, 'failed'],
+        ['q', 2, 'dead'],
+      ]);
+    }
+  });
+});
