@@ -51,6 +51,7 @@ export async function rotateSigningKey(
 
 const keyView = {
   type: 'object',
+  required: ['kid', 'status', 'retired_at', 'valid_until', 'public_jwk'],
   properties: {
     kid: { type: 'string' },
     status: { type: 'string', enum: ['current', 'previous'] },
@@ -59,7 +60,7 @@ const keyView = {
     public_jwk: { type: 'object', additionalProperties: true },
   },
 } as const;
-const keysView = { type: 'object', properties: { keys: { type: 'array', items: keyView } } } as const;
+const keysView = { type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: keyView } } } as const;
 
 async function listKeys(ctx: SsoContext, ref: string) {
   const r = await ctx.db.query('select jwt_kid, jwt_public_jwk, jwt_previous_keys from projects where ref = $1', [ref]);
