@@ -1,18 +1,19 @@
 // The dashboard's types of the API's answers are generated from the route schemas
 // (scripts/openapi-types.ts → web/src/api/types.gen.ts). A route whose response schema changed
 // without regenerating them turns this red, and so does a dashboard that no longer compiles
-// against them.
+// against them. Also here: the rule that keeps listing fields as `required` (which the types read)
+// from changing an answer.
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from '../../../src/config.js';
-import { GENERATED_FILE, generatedTypes, schemaType } from '../../../scripts/openapi-types.js';
+import { GENERATED_FILE, openApiDocument, schemaType, typesSource } from '../../../scripts/openapi-types.js';
 
 it('web/src/api/types.gen.ts is what the route schemas generate now', async () => {
   const committed = existsSync(GENERATED_FILE) ? readFileSync(GENERATED_FILE, 'utf8') : '';
-  const fresh = await generatedTypes();
+  const fresh = typesSource(await openApiDocument());
   if (committed === fresh) return;
   const have = committed.split('\n');
   const want = fresh.split('\n');
@@ -28,6 +29,35 @@ it('the dashboard compiles against them (tsc -p web)', async () => {
   await promisify(execFile)(tsc, ['--noEmit', '-p', 'web/tsconfig.json'], { cwd: repoRoot, maxBuffer: 16 * 1024 * 1024 }).catch((err: { stdout?: string; message?: string }) => {
     expect.fail(`the dashboard does not compile:\n${err.stdout || err.message}`);
   });
+}, 60_000);
+
+// fast-json-stringify writes an object's required fields first, then the others, each in the order
+// the schema declares them; listing a field as required after an optional one that is present
+// would move that one behind it.
+it('no response schema lists a field as required after an optional one (the answer would change order)', async () => {
+  const api = await openApiDocument();
+  const found: string[] = [];
+  const walk = (s: unknown, where: string): void => {
+    if (!s || typeof s !== 'object') return;
+    const o = s as { properties?: Record<string, unknown>; required?: string[]; items?: unknown; additionalProperties?: unknown; oneOf?: unknown[]; anyOf?: unknown[]; allOf?: unknown[] };
+    if (o.properties && o.required) {
+      let optional: string | undefined;
+      for (const k of Object.keys(o.properties)) {
+        if (!o.required.includes(k)) optional ??= k;
+        else if (optional) found.push(`${where}: ${k} is required after the optional ${optional}`);
+      }
+    }
+    for (const [k, v] of Object.entries(o.properties ?? {})) walk(v, `${where}.${k}`);
+    walk(o.items, `${where}[]`);
+    walk(o.additionalProperties, `${where}{}`);
+    for (const c of ['oneOf', 'anyOf', 'allOf'] as const) o[c]?.forEach((x, i) => walk(x, `${where}/${c}/${i}`));
+  };
+  for (const [p, ops] of Object.entries(api.paths)) {
+    for (const [m, op] of Object.entries(ops)) {
+      for (const [code, r] of Object.entries(op.responses ?? {})) walk(r.content?.['application/json']?.schema, `${m.toUpperCase()} ${p} ${code}`);
+    }
+  }
+  expect(found).toEqual([]);
 }, 60_000);
 
 describe('schemaType: JSON Schema to TypeScript', () => {
