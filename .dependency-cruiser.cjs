@@ -13,6 +13,8 @@
 // - The SAML validation core (src/sso/saml/core/) stays pure: no HTTP, no database.
 // - src/client/ (the browser client) imports nothing else of src/; web/src/ and src/ do not import
 //   each other.
+// - bench/ is cruised too: it reaches an area only through its index.ts (src/lib/ modules one by
+//   one), like the top-level files of src/.
 
 /** From the leaves up. A name is a folder under src/ (an area) or a file directly in src/. */
 const LAYERS = [
@@ -75,6 +77,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/([^/]+)/' },
       to: { path: '^src/[^/]+/', pathNot: ['^src/$1/', '^src/[^/]+/index\\.ts$', '^src/lib/'] },
+    },
+    {
+      name: 'bench-into-area-internals',
+      comment: "The benchmark (bench/) uses the service like any other module outside an area: an area through its index.ts, src/lib/ modules one by one.",
+      severity: 'error',
+      from: { path: '^bench/' },
+      to: { path: '^src/[^/]+/', pathNot: ['^src/[^/]+/index\\.ts$', '^src/lib/'] },
     },
     {
       name: 'root-into-area-internals',

@@ -10,11 +10,9 @@ import path from 'node:path';
 import pg from 'pg';
 import { Kafka, logLevel } from 'kafkajs';
 import { loadConfig, repoRoot } from '../src/config.js';
-import { stackUp } from '../src/stack/local-stack.js';
-import { ConnectClient } from '../src/kafka/index.js';
-import { connectorName, slotName } from '../src/outbox/index.js';
-import { disableOutbox } from '../src/outbox/enable.js';
-import { topicNames } from '../src/kafka/topics.js';
+import { stackUp } from '../src/stack/index.js';
+import { ConnectClient, topicNames } from '../src/kafka/index.js';
+import { connectorName, disableOutbox, slotName } from '../src/outbox/index.js';
 
 export interface Stack {
   adminDatabaseUrl: string;

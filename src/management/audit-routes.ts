@@ -7,6 +7,7 @@ import { listAuditEntries } from './audit-store.js';
 
 const entry = {
   type: 'object',
+  required: ['id', 'action', 'resource_type', 'resource_id', 'details', 'actor', 'request_id', 'created_at'],
   properties: {
     id: { type: 'string', description: 'increasing; pass the last one as `before` for the next page' },
     action: { type: 'string' },
@@ -15,6 +16,7 @@ const entry = {
     details: { type: 'object', additionalProperties: true },
     actor: {
       type: 'object',
+      required: ['owner_id', 'token_id', 'token_name', 'operator', 'setup_link_id'],
       properties: {
         owner_id: { type: ['string', 'null'] },
         token_id: { type: ['string', 'null'] },

@@ -18,6 +18,10 @@ const nullable = (type: string, extra: object = {}) => ({ type: [type, 'null'], 
 const stamp = nullable('string', { format: 'date-time' });
 const delivery = {
   type: 'object',
+  required: [
+    'id', 'kind', 'status', 'target', 'method', 'webhook_id', 'run', 'attempts', 'total_attempts', 'last_http_status', 'last_smtp_code', 'last_error',
+    'next_attempt_at', 'delivered_at', 'created_at', 'updated_at', 'callback',
+  ],
   properties: {
     id: { ...uuid, description: 'the message id = webhook-id' },
     kind: { type: 'string', enum: KINDS },
@@ -37,16 +41,19 @@ const delivery = {
     updated_at: { type: 'string', format: 'date-time' },
     callback: {
       type: ['object', 'null'],
+      required: ['function', 'status', 'error', 'attempts'],
       properties: { function: { type: 'string' }, status: nullable('string'), error: nullable('string'), attempts: { type: 'integer' } },
     },
   },
 } as const;
 const listResponse = {
   type: 'object',
+  required: ['deliveries', 'next_cursor'],
   properties: { deliveries: { type: 'array', items: delivery }, next_cursor: nextCursor },
 } as const;
 const detailResponse = {
   type: 'object',
+  required: [...delivery.required, 'last_response_body', 'attempt_history'],
   properties: {
     ...delivery.properties,
     last_response_body: nullable('string', { description: 'truncated to RESPONSE_BODY_LIMIT bytes' }),
@@ -54,6 +61,7 @@ const detailResponse = {
       type: 'array',
       items: {
         type: 'object',
+        required: ['run', 'attempt', 'outcome', 'http_status', 'smtp_code', 'error', 'response_body', 'duration_ms', 'started_at', 'finished_at'],
         properties: {
           run: { type: 'integer' },
           attempt: { type: 'integer' },

@@ -12,6 +12,17 @@ import { recordAudit } from '../projects/index.js';
 import { errorResponses, owner, ref, refParams, refuseBody, uuid } from '../http/index.js';
 import { deliveryState } from './delivery-store.js';
 
+const replayAnswer = {
+  description: 'the matching deliveries are back on the log as new runs',
+  type: 'object',
+  required: ['matched', 'replayed', 'not_found', 'not_found_ids'],
+  properties: {
+    matched: { type: 'integer' },
+    replayed: { type: 'integer' },
+    not_found: { type: 'integer', description: 'matched, but no longer on the log (retention passed)' },
+    not_found_ids: { type: 'array', items: { type: 'string' }, description: 'the first 100 of those' },
+  },
+} as const;
 const conflict = { 409: { description: 'delivery_not_retryable', type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } } };
 
 interface ReplayBody {
@@ -86,7 +97,7 @@ export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContex
             host: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9.:\\[\\]-]+$' },
           },
         },
-        response: errorResponses,
+        response: { 202: replayAnswer, ...errorResponses },
       },
     },
     async (req, reply) => {

@@ -17,6 +17,7 @@ const MAX_REDIRECT_URLS = 100;
 
 const authSettings = {
   type: 'object',
+  required: ['site_url', 'additional_redirect_urls', 'disable_signup', 'allow_linking'],
   properties: {
     site_url: { type: 'string' },
     additional_redirect_urls: { type: 'array', items: { type: 'string' } },
@@ -27,6 +28,7 @@ const authSettings = {
 
 const projectView = {
   type: 'object',
+  required: ['ref', 'plan', 'features', 'anon_key', 'project_url', 'outbox_enabled', 'outbox_enabled_at', 'auth', 'created_at'],
   properties: {
     ref: { type: 'string' },
     plan: { type: 'string' },
@@ -135,14 +137,16 @@ export function registerProjectSettings(app: FastifyInstance, ctx: Ctx): void {
         response: {
           200: {
             type: 'object',
+            required: ['outbox_enabled', 'connector', 'slot'],
             properties: {
               outbox_enabled: { type: 'boolean' },
               connector: {
                 type: ['object', 'null'],
+                required: ['name', 'state', 'tasks', 'supervised_state', 'restarts', 'total_restarts', 'last_restart_at', 'next_restart_at', 'last_failure', 'checked_at'],
                 properties: {
                   name: { type: 'string' },
                   state: { type: 'string', description: 'as Kafka Connect reports it: RUNNING, FAILED, PAUSED, UNASSIGNED, RESTARTING, NOT_REGISTERED or UNKNOWN (Connect unreachable)' },
-                  tasks: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' }, state: { type: 'string' } } } },
+                  tasks: { type: 'array', items: { type: 'object', required: ['id', 'state'], properties: { id: { type: 'integer' }, state: { type: 'string' } } } },
                   supervised_state: { type: ['string', 'null'], description: 'running, idle (stopped on purpose: no message for CAPTURE_IDLE_AFTER; resumes at the next write), restarting, failing, waiting_for_database or missing (null: not checked yet)' },
                   restarts: { type: 'integer', description: 'restarts in a row (drives the backoff)' },
                   total_restarts: { type: 'integer' },
@@ -154,6 +158,7 @@ export function registerProjectSettings(app: FastifyInstance, ctx: Ctx): void {
               },
               slot: {
                 type: ['object', 'null'],
+                required: ['retained_wal_bytes', 'pending_bytes', 'wal_status', 'safe_wal_bytes', 'capture_lag_seconds'],
                 properties: {
                   retained_wal_bytes: nullableNumber,
                   pending_bytes: nullableNumber,

@@ -27,7 +27,7 @@ export async function registerManagement(app: FastifyInstance, ctx: AppContext):
         ...owner,
         querystring: noQuery,
         response: {
-          200: { type: 'array', items: { type: 'object', properties: { ref: { type: 'string' }, plan: { type: 'string' }, project_url: { type: 'string' }, created_at: timestamp } } },
+          200: { type: 'array', items: { type: 'object', required: ['ref', 'plan', 'project_url', 'created_at'], properties: { ref: { type: 'string' }, plan: { type: 'string' }, project_url: { type: 'string' }, created_at: timestamp } } },
           ...errorResponses,
         },
       },

@@ -22,6 +22,7 @@ const nameParams = {
 
 const meta = {
   type: 'object',
+  required: ['name', 'created_at', 'updated_at'],
   properties: { name: { type: 'string' }, created_at: timestamp, updated_at: timestamp },
 } as const;
 

@@ -48,6 +48,7 @@ interface Body {
 
 const view = {
   type: 'object',
+  required: ['host', 'port', 'user', 'password_set', 'sender_email', 'sender_name', 'tls_mode', 'created_at', 'updated_at'],
   properties: {
     host: { type: 'string' },
     port: { type: 'integer' },
@@ -55,7 +56,7 @@ const view = {
     password_set: { type: 'boolean' },
     sender_email: { type: 'string' },
     sender_name: { type: ['string', 'null'] },
-    tls_mode: { type: 'string' },
+    tls_mode: { type: 'string', enum: ['starttls', 'implicit', 'none'] },
     created_at: timestamp,
     updated_at: timestamp,
   },

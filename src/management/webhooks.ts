@@ -69,6 +69,7 @@ const patchBody = {
 export const circuit = {
   type: 'object',
   description: 'the circuit breaker of this endpoint (docs/delivery.md, Endpoint protection)',
+  required: ['endpoint', 'webhook_id', 'state', 'held_messages', 'failures_in_window', 'attempts_in_window', 'last_error', 'last_failure_at', 'opened_at', 'next_probe_at', 'failing_since', 'probes', 'failed_probes'],
   properties: {
     endpoint: { type: 'string', description: 'webhook:<id> or host:<hostname>' },
     webhook_id: { type: ['string', 'null'] },
@@ -88,6 +89,10 @@ export const circuit = {
 
 const record = {
   type: 'object',
+  // Every field but replay_offer (and signing_secret, in withSecret) is always there, but only those
+  // before replay_offer are listed: fast-json-stringify writes required fields first, so listing a
+  // later one would move replay_offer behind it and change the order of the answer's fields.
+  required: ['id', 'name', 'table', 'events', 'update_columns', 'url', 'headers', 'timeout_ms', 'enabled', 'rate_limit', 'disabled_reason', 'disabled_at', 'disabled_failing_since', 'circuit'],
   properties: {
     id: uuid,
     name: { type: 'string' },
@@ -106,9 +111,14 @@ const record = {
     replay_offer: {
       type: 'object',
       description: 'present while the service has it disabled, and in the answer that enables it again: the bulk replay (POST .../outbox/replay body) of what ended dead while it was disabled',
+      required: ['deliveries', 'request'],
       properties: {
         deliveries: { type: 'integer' },
-        request: { type: 'object', properties: { status: { type: 'string' }, webhook_id: { type: 'string' }, since: { type: 'string', format: 'date-time' } } },
+        request: {
+          type: 'object',
+          required: ['status', 'webhook_id', 'since'],
+          properties: { status: { type: 'string', enum: ['dead'] }, webhook_id: { type: 'string' }, since: { type: 'string', format: 'date-time' } },
+        },
       },
     },
     signature_scheme: { type: 'string', enum: ['v1', 'v1a'] },

@@ -50,9 +50,10 @@ const patchBody = {
 const providerResponse = {
   type: 'object',
   additionalProperties: true,
+  required: ['id', 'kind', 'name', 'enabled', 'draft', 'domains'],
   properties: {
     id: { type: 'string' },
-    kind: { type: 'string' },
+    kind: { type: 'string', enum: ['oidc', 'saml'] },
     name: { type: 'string' },
     enabled: { type: 'boolean' },
     draft: { type: 'boolean', description: 'made through a setup link and not activated yet: disabled, never routed to' },

@@ -44,6 +44,7 @@ export async function rotateSigningKey(ctx: Pick<SsoContext, 'box' | 'cfg'>, q: 
 
 const keyView = {
   type: 'object',
+  required: ['kid', 'status', 'retired_at', 'valid_until', 'public_jwk'],
   properties: {
     kid: { type: 'string' },
     status: { type: 'string', enum: ['current', 'previous'] },
@@ -52,7 +53,7 @@ const keyView = {
     public_jwk: { type: 'object', additionalProperties: true },
   },
 } as const;
-const keysView = { type: 'object', properties: { keys: { type: 'array', items: keyView } } } as const;
+const keysView = { type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: keyView } } } as const;
 
 async function listKeys(ctx: SsoContext, ref: string) {
   const row = (await signingKeys(ctx.db, ref))!;

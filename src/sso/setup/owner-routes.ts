@@ -29,9 +29,9 @@ const createBody = {
 
 const linkSchema = {
   type: 'object',
+  required: ['id', 'kind', 'domains', 'state', 'provider_id', 'created_at', 'expires_at', 'revoked_at', 'activated_at', 'used_at'],
   properties: {
     id: { type: 'string' },
-    url: { type: 'string', description: 'only in the answer to POST: the link to hand to the IdP admin (the secret is in its fragment)' },
     kind: { type: 'string', enum: ['saml', 'oidc', 'any'] },
     domains: { type: 'array', items: { type: 'string' } },
     state: { type: 'string', enum: ['active', 'expired', 'revoked', 'used'] },
@@ -44,10 +44,15 @@ const linkSchema = {
   },
 } as const;
 
+// url second, where the answer puts it (fast-json-stringify writes the fields in this order)
+const { id: linkId, ...linkFields } = linkSchema.properties;
 const createdSchema = {
   type: 'object',
+  required: [...linkSchema.required, 'url', 'warnings'],
   properties: {
-    ...linkSchema.properties,
+    id: linkId,
+    url: { type: 'string', description: 'the link to hand to the IdP admin (the secret is in its fragment); only in this answer' },
+    ...linkFields,
     warnings: {
       type: 'array',
       description: "only in the answer to POST: live providers whose users of a subdomain would move to the link's provider once it is activated",
@@ -91,7 +96,7 @@ export async function registerSetupLinkOwnerRoutes(app: FastifyInstance, ctx: Ss
 
   app.get<{ Params: { ref: string } }>(
     base,
-    { config: { access: 'project-owner', feature: 'sso' }, schema: { ...common, summary: "The project's SSO setup links (never their secret)", params: refParams, response: { 200: { type: 'object', properties: { items: { type: 'array', items: linkSchema } } }, ...errors } } },
+    { config: { access: 'project-owner', feature: 'sso' }, schema: { ...common, summary: "The project's SSO setup links (never their secret)", params: refParams, response: { 200: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: linkSchema } } }, ...errors } } },
     async (req) => ({ items: (await listLinks(ctx.db, guardedProject(req).ref)).map(presentLink) }),
   );
 

@@ -16,8 +16,13 @@ function sources(dir: string): string[] {
   });
 }
 
-it(`keeps every file of src/ and web/src/ at ${MAX_LINES} lines or fewer`, () => {
+// Generated files (*.gen.ts, e.g. web/src/api/types.gen.ts) are written by a script, not by hand:
+// their length is the length of what they are generated from.
+const generated = (f: string) => /\.gen\.ts$/.test(f);
+
+it(`keeps every file of src/ and web/src/ at ${MAX_LINES} lines or fewer (generated ones aside)`, () => {
   const long = [...sources('src'), ...sources('web/src')]
+    .filter((f) => !generated(f))
     .map((f) => ({ f, lines: readFileSync(path.join(root, f), 'utf8').split('\n').length - 1 }))
     .filter((x) => x.lines > MAX_LINES)
     .map((x) => `${x.f}: ${x.lines} lines`);

@@ -6,18 +6,7 @@ import { CopyField } from '../ui/copy-field';
 import { Badge, ErrorNote, Loading, when } from '../ui/feedback';
 import { Field, Select, splitList } from '../ui/form';
 import { useResource } from '../ui/use-resource';
-import type { ProjectSummary } from '../types';
-
-interface SetupLink {
-  id: string;
-  kind: 'saml' | 'oidc' | 'any';
-  domains: string[];
-  state: 'active' | 'expired' | 'revoked' | 'used';
-  expires_at: string;
-  url?: string;
-  /** in the answer to POST only: live providers whose users of a subdomain would move to the link's provider */
-  warnings?: { domain: string; provider_name: string; provider_domain: string; message: string }[];
-}
+import type { MadeSetupLink, ProjectSummary, SetupLink } from '../types';
 
 const TONE = { active: 'ok', used: 'muted', expired: 'warn', revoked: 'bad' } as const;
 
@@ -27,14 +16,14 @@ export function SetupLinks({ project }: { project: ProjectSummary }) {
   const [domains, setDomains] = useState('');
   const [kind, setKind] = useState<'any' | 'saml' | 'oidc'>('any');
   const [days, setDays] = useState('7');
-  const [made, setMade] = useState<SetupLink>();
+  const [made, setMade] = useState<MadeSetupLink>();
   const [error, setError] = useState<ApiFailure>();
 
   const create = async (e: Event) => {
     e.preventDefault();
     setError(undefined);
     try {
-      setMade(await api<SetupLink>('POST', base, { domains: splitList(domains), kind, expires_in_days: Number(days) }));
+      setMade(await api<MadeSetupLink>('POST', base, { domains: splitList(domains), kind, expires_in_days: Number(days) }));
       setDomains('');
       list.reload();
     } catch (err) {
