@@ -220,6 +220,39 @@ export class BenchService {
   }
 
   /** SIGTERM and wait for a clean exit (the service finishes in-flight work within 30 s). */
+  /** Stops the service and starts it again on the same control database with `env` added. */
+  async restart(env: Record<string, string>): Promise<void> {
+    await this.stop();
+    this.stopping = false;
+    this.exit = null;
+    this.env = { ...this.env, ...env };
+    const fd = openSync(this.logFile, 'a');
+    this.child = spawn(process.execPath, [...this.nodeFlags, '--import', 'tsx', 'src/main.ts'], { cwd: repoRoot, env: this.env, stdio: ['ignore', fd, fd] });
+    this.child.once('exit', (code, signal) => {
+      this.exit = { code, signal, at: new Date().toISOString(), expected: this.stopping };
+      if (!this.stopping) this.onUnexpectedExit(this.exit);
+    });
+    await this.waitListening(120_000);
+  }
+
+  /** The database URLs of the projects idleProjects() made. */
+  idleProjectUrls(count: number): string[] {
+    if (!this.idlePrefix) return [];
+    return Array.from({ length: count }, (_, i) => dbUrl(this.stack, `proj_${`${this.idlePrefix}-${i}`.replace(/-/g, '_')}`));
+  }
+
+  /** The idle projects' connectors by supervised state and speed ("running/slow": 97, …). */
+  async captureStates(): Promise<Record<string, number>> {
+    const c = new pg.Client({ connectionString: dbUrl(this.stack, this.controlDb) });
+    await c.connect();
+    try {
+      const r = await c.query(`select state || '/' || capture_speed as k, count(*)::int as n from connector_supervision where project_ref like $1 || '-%' group by 1 order by 1`, [this.idlePrefix]);
+      return Object.fromEntries(r.rows.map((x) => [x.k, x.n]));
+    } finally {
+      await c.end();
+    }
+  }
+
   async stop(): Promise<number | null> {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;

@@ -38,7 +38,7 @@ const rate = (n: number, fromMs: number, toMs: number) => Math.round(n / ((toMs 
  * Runs fn between two CPU snapshots. With `messages`, also CPU milliseconds per message for each
  * process: on a CPU-bound machine, the sum of these is what caps the rate (cores / sum).
  */
-async function measured<T extends Record<string, unknown>>(ctx: PhaseCtx, fn: () => Promise<T>, messages?: number): Promise<T & { cpu_s: Record<string, number>; peak_rss_mb: Record<string, number>; cpu_ms_per_message?: Record<string, number> }> {
+export async function measured<T extends Record<string, unknown>>(ctx: PhaseCtx, fn: () => Promise<T>, messages?: number): Promise<T & { cpu_s: Record<string, number>; peak_rss_mb: Record<string, number>; cpu_ms_per_message?: Record<string, number> }> {
   const before = ctx.watch.cpuSnapshot();
   ctx.watch.resetPhase();
   const t0 = Date.now();

@@ -123,6 +123,13 @@ export class ProcWatch {
     this.watched.push(w);
   }
 
+  /** The process called `name` is now `pid` (a restarted service): sampled from here on. */
+  repoint(name: string, pid: number) {
+    const w = this.watched.find((x) => x.name === name);
+    if (w) w.pid = pid;
+    else this.add({ name, pid });
+  }
+
   /**
    * Trees are sampled every `treeEvery` ticks only: smaps_rollup walks each backend's page tables
    * (shared_buffers included), which costs the benchmark process real CPU with hundreds of backends.

@@ -106,6 +106,10 @@ export interface Figures {
   latency_machine_busy: number | null;
   /** idle phase: CPU of the stack and the service in ms per second, per idle project */
   idle_ms_per_s_per_project: number | null;
+  /** sparse phase: CPU of the stack and the service in ms per second, per project sending one message a minute */
+  sparse_ms_per_s_per_project: number | null;
+  /** sparse phase: commit -> receipt p99 of those messages */
+  sparse_latency_p99_ms: number | null;
   idle_projects: number;
   messages: number;
 }
@@ -122,6 +126,8 @@ export function targetsMet(f: Figures): Record<string, boolean | null> {
     cpu_at_most_0_6ms_per_message: both(f.cpu_ms_per_message, 0, (c) => c <= 0.6),
     idle_at_most_3ms_per_s_per_project: f.idle_projects >= 100 ? both(f.idle_ms_per_s_per_project, 0, (c) => c <= 3) : null,
     hol_penalty_at_most_10pct: both(f.hol_penalty, 0, (h) => h <= 0.1),
+    sparse_at_most_5ms_per_s_per_project: both(f.sparse_ms_per_s_per_project, 0, (c) => c <= 5),
+    sparse_p99_at_most_1500ms: both(f.sparse_latency_p99_ms, 0, (p) => p <= 1500),
     service_at_most_300mb: both(f.service_peak_rss_mb, 0, (m) => m <= 300),
   };
 }
@@ -139,6 +145,8 @@ export function table(f: Figures, met: Record<string, boolean | null>): string {
     ['latency p99 @500/s', fmt(f.latency_p99_ms, ' ms'), `≤ 50 ms: ${mark(met.p99_at_most_50ms)}`],
     ['machine busy @500/s', f.latency_machine_busy === null ? 'not measured' : `${Math.round(f.latency_machine_busy * 100)} %`, ''],
     ['idle, per idle project', f.idle_ms_per_s_per_project === null ? 'not measured' : `${f.idle_ms_per_s_per_project} ms/s (${f.idle_projects} idle)`, `≤ 3 ms/s with 100: ${mark(met.idle_at_most_3ms_per_s_per_project)}`],
+    ['sparse, per project (1 msg/min)', fmt(f.sparse_ms_per_s_per_project, ' ms/s'), `≤ 5 ms/s: ${mark(met.sparse_at_most_5ms_per_s_per_project)}`],
+    ['sparse latency p99', fmt(f.sparse_latency_p99_ms, ' ms'), `≤ 1500 ms: ${mark(met.sparse_p99_at_most_1500ms)}`],
     ['hol_penalty', f.hol_penalty === null ? 'not measured' : `${(f.hol_penalty * 100).toFixed(1)} %`, `≤ 10 %: ${mark(met.hol_penalty_at_most_10pct)}`],
     ['service peak RSS', fmt(f.service_peak_rss_mb, ' MB'), `≤ 300 MB: ${mark(met.service_at_most_300mb)}`],
     ['kafka peak RSS', fmt(f.kafka_peak_rss_mb, ' MB'), ''],

@@ -11,6 +11,7 @@ import { BenchService, resolveStack } from './environment.js';
 import { LoadGenerator, TABLES, tableDdl } from './load.js';
 import { Receipts } from './receipts.js';
 import { ProcWatch, pidFromFile, processAgeSeconds } from './proc.js';
+import { sparsePhase } from './sparse.js';
 import { BaselineWorker, PATH_PROCESSES, baselinePhase, commitPhase, e2ePhase, holPhase, idlePhase, latencyPhase, warmPipeline, type Phase, type PhaseCtx, type Settings } from './phases.js';
 import { latencySvg, table, targetsMet, type Figures } from './report.js';
 import { findProfile, summariseProfile } from './profile.js';
@@ -31,10 +32,10 @@ const generatorClients = Number(env.BENCH_CONCURRENCY ?? 16);
 // equal concurrency by default, as the comparison demands; overridable to show graphile-worker at its own best
 const baselineConcurrency = Number(env.BENCH_BASELINE_CONCURRENCY ?? dispatchConcurrency);
 const baselinePool = Number(env.BENCH_BASELINE_POOL ?? Math.min(baselineConcurrency, 64));
-const phasesWanted = new Set((env.BENCH_PHASES ?? 'idle,commit,latency,baseline,e2e,hol').split(',').map((s) => s.trim()));
+const phasesWanted = new Set((env.BENCH_PHASES ?? 'idle,commit,latency,baseline,e2e,hol,sparse').split(',').map((s) => s.trim()));
 // Idle projects present during the whole run (docs/benchmark.md, "Idle projects"): created first,
 // their connectors stopped by the supervisor after CAPTURE_IDLE_AFTER (shortened for the run).
-const idleProjects = phasesWanted.has('idle') ? Number(env.BENCH_IDLE_PROJECTS ?? (quick ? 20 : 100)) : 0;
+const idleProjects = phasesWanted.has('idle') || phasesWanted.has('sparse') ? Number(env.BENCH_IDLE_PROJECTS ?? (quick ? 20 : 100)) : 0;
 const idleBatch = Number(env.BENCH_IDLE_BATCH ?? 10);
 const idleSeconds = Number(env.BENCH_IDLE_SECONDS ?? 30);
 const captureIdleAfter = env.BENCH_CAPTURE_IDLE_AFTER ?? '20s';
@@ -251,6 +252,25 @@ async function main() {
   const e2e = pipeline ? await run('e2e', () => e2ePhase(ctx), true, true, wake) : null;
   const hol = pipeline && hang ? await run('hol', () => holPhase(ctx), true, true, wake) : null;
 
+  // Sparse traffic on the hundred projects, with the service's default CAPTURE_IDLE_AFTER (the
+  // short one of this run is only there to make them idle in minutes): restarted for it.
+  let sparse: Phase | null = null;
+  if (phasesWanted.has('sparse') && idleProjects > 0 && !svc.exit) {
+    const idleAfter = env.BENCH_SPARSE_IDLE_AFTER ?? '10m';
+    log(`restarting the service with CAPTURE_IDLE_AFTER=${idleAfter} for the sparse phase…`);
+    await service.restart({ CAPTURE_IDLE_AFTER: idleAfter });
+    watch.repoint('service', service.child!.pid!);
+    sparse = await run('sparse', () =>
+      sparsePhase(ctx, {
+        databaseUrls: service!.idleProjectUrls(idleProjects),
+        url: receipts.url('/sparse'),
+        warmupSeconds: Number(env.BENCH_SPARSE_WARMUP ?? 100),
+        seconds: Number(env.BENCH_SPARSE_SECONDS ?? 240),
+        firstSeq: 2_000_000_000,
+        speeds: () => service!.captureStates(),
+      }), true, false);
+  }
+
   const serviceRss = watch.peakMb('service', true);
   watch.stop();
   const figures: Figures = {
@@ -268,6 +288,8 @@ async function main() {
     cpu_ms_per_message: pathCpuPerMessage(e2e),
     latency_machine_busy: (latency?.detail.cpu_s as Record<string, number> | undefined)?.machine_busy_share ?? null,
     idle_ms_per_s_per_project: idle?.figure ?? null,
+    sparse_ms_per_s_per_project: sparse?.figure ?? null,
+    sparse_latency_p99_ms: ((sparse?.detail.latency_ms as Record<string, number> | null | undefined) ?? null)?.p99 ?? null,
     // as measured (idle at both ends of the phase), not as asked
     idle_projects: idle ? Math.min(...Object.values((idle.detail.idle_projects as Record<string, number> | undefined) ?? { none: 0 })) : 0,
     messages,
