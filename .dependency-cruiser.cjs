@@ -19,7 +19,7 @@
 /** From the leaves up. A name is a folder under src/ (an area) or a file directly in src/. */
 const LAYERS = [
   ['lib', 'outbound', 'kafka', 'db', 'stack', 'config.ts', 'errors.ts'],
-  ['context.ts', 'app.ts'],
+  ['context.ts', 'create-context.ts'],
   ['projects', 'outbox'],
   ['http'],
   ['email'],
@@ -87,7 +87,7 @@ module.exports = {
     },
     {
       name: 'root-into-area-internals',
-      comment: "A top-level file (main.ts, app.ts, routes.ts, ...) imports an area's index.ts, never its internals.",
+      comment: "A top-level file (main.ts, create-context.ts, routes.ts, ...) imports an area's index.ts, never its internals.",
       severity: 'error',
       from: { path: '^src/[^/]+\\.ts$' },
       to: { path: '^src/[^/]+/', pathNot: ['^src/[^/]+/index\\.ts$', '^src/lib/'] },

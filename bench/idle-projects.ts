@@ -11,7 +11,7 @@
 //   drop <prefix>                     disables the outbox of every project <prefix>-* (connector and
 //                                     slot removed) and drops its database.
 import pg from 'pg';
-import { closeContext, createContext, resolveEndpoints } from '../src/app.js';
+import { closeContext, createContext, resolveInfrastructure } from '../src/create-context.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/lib/logger.js';
 import { createProject } from '../src/projects/index.js';
@@ -35,7 +35,7 @@ async function main() {
   if (!prefix || !/^[a-z0-9-]+$/.test(prefix)) throw new Error('usage: idle-projects create <prefix> <count> <batch> | drop <prefix>');
   const cfg = loadConfig();
   const log = createLogger('warn', { format: 'json', to: 'stderr' });
-  const ctx = await createContext(cfg, log, await resolveEndpoints(cfg, log));
+  const ctx = await createContext(cfg, log, await resolveInfrastructure(cfg, log));
   try {
     if (cmd === 'create') {
       const count = Number(countArg);

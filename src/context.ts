@@ -4,7 +4,7 @@ import type { Kafka, Producer } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Pool, ProjectDatabases } from './db/index.js';
-import type { Topics, ConnectClient } from './kafka/index.js';
+import type { Groups, Topics, ConnectClient } from './kafka/index.js';
 import type { SecretBox } from './lib/secret-box.js';
 
 export interface AppContext {
@@ -19,6 +19,8 @@ export interface AppContext {
   /** shared idempotent producer for events, retries and dead letters */
   producer: Producer;
   topics: Topics;
+  /** consumer-group names (kafka/topics.ts) */
+  groups: Groups;
   connect: ConnectClient;
   projectDbs: ProjectDatabases;
 }

@@ -2,7 +2,7 @@
 // signals. Stopping: the first SIGTERM/SIGINT drains and leaves cleanly (shutdown.ts), a second
 // one exits at once.
 import { loadConfig, ConfigError, redactedConfig } from './config.js';
-import { closeContext, createContext, resolveEndpoints } from './app.js';
+import { closeContext, createContext, resolveInfrastructure } from './create-context.js';
 import { buildServer, healthReport } from './http/index.js';
 import { accessVerifiers, registerRoutes } from './routes.js';
 import { createLogger } from './lib/logger.js';
@@ -45,8 +45,8 @@ async function main() {
     process.exit(130);
   });
 
-  const endpoints = await resolveEndpoints(cfg, log);
-  const ctx = await createContext(cfg, log, endpoints);
+  const infra = await resolveInfrastructure(cfg, log);
+  const ctx = await createContext(cfg, log, infra);
   const dev = await bootstrapDevProject(ctx);
 
   // before the workers, so mail queued while we were down finds the sink listening

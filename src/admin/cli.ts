@@ -3,7 +3,7 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError } from '../config.js';
-import { closeContext, createContext, resolveEndpoints } from '../app.js';
+import { closeContext, createContext, resolveInfrastructure } from '../create-context.js';
 import { createLogger } from '../lib/logger.js';
 import { createProject, ensureOwner, issueOwnerToken, revokeOwnerToken, setPlan, projectUrl, recordOperatorAudit, type Plan } from '../projects/index.js';
 import type { AppContext } from '../context.js';
@@ -120,7 +120,7 @@ async function main() {
   const cfg = loadConfig();
   // logs on stderr: stdout is the command's JSON answer
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn', { format: cfg.LOG_FORMAT, to: 'stderr' });
-  const ctx = await createContext(cfg, log, await resolveEndpoints(cfg, log));
+  const ctx = await createContext(cfg, log, await resolveInfrastructure(cfg, log));
   try {
     const out = await handler(ctx, v);
     console.log(JSON.stringify(out));

@@ -17,11 +17,13 @@
 //                       (delivery/endpoints/); added to the run's age budget, dropped by a new run
 //   released            set by the releaser on a record it puts back: 'probe' (the one attempt of a
 //                       half-open circuit), 'paced' (released after the circuit closed or within the
-//                       rate limit) or 'expire' (the endpoint was given up on: end dead, no request)
+//                       rate limit) or 'give_up' (the endpoint was given up on: end dead, no request;
+//                       'expire', its name before, is read as 'give_up')
 // Records without run/attempt/first-created-at/due-at (everything Debezium writes) mean run 1,
 // attempt 1, created_at from the payload, due now. The value bytes are never re-encoded when a
 // message is republished, so what is on the retry and dead topics is exactly what SQL enqueued.
 import type { IHeaders, KafkaMessage } from 'kafkajs';
+import { isUuid } from '../lib/uuid.js';
 
 export type MessageKind = 'webhook' | 'http' | 'email';
 export const KINDS: readonly MessageKind[] = ['webhook', 'http', 'email'];
@@ -95,8 +97,10 @@ export interface OutboxMessage {
   rawValue: Buffer;
 }
 
-export type Released = 'probe' | 'paced' | 'expire';
-const RELEASED: readonly string[] = ['probe', 'paced', 'expire'];
+export type Released = 'probe' | 'paced' | 'give_up';
+const RELEASED: readonly string[] = ['probe', 'paced', 'give_up'];
+/** a record put back by an older build still on a topic */
+const releasedOf = (h: string | undefined): Released | undefined => (h === 'expire' ? 'give_up' : (RELEASED.find((r) => r === h) as Released | undefined));
 
 export class MalformedMessageError extends Error {}
 
@@ -126,7 +130,7 @@ export function decodeMessage(record: Pick<KafkaMessage, 'headers' | 'value' | '
   const id = header(record.headers, 'id') ?? payload?.id ?? record.key?.toString();
   const kind = (header(record.headers, 'kind') ?? payload?.kind) as MessageKind;
   const project = header(record.headers, 'project');
-  if (!id || !/^[0-9a-f-]{36}$/i.test(id)) throw new MalformedMessageError('record without a message id');
+  if (!id || !isUuid(id)) throw new MalformedMessageError('record without a message id');
   if (!KINDS.includes(kind)) throw new MalformedMessageError(`unknown kind "${kind}"`);
   if (!project) throw new MalformedMessageError('record without a project header');
   if (typeof payload !== 'object' || payload === null) throw new MalformedMessageError('payload is not an object');
@@ -142,7 +146,7 @@ export function decodeMessage(record: Pick<KafkaMessage, 'headers' | 'value' | '
     dueAt: due ? Number(due) || 0 : 0,
     runStartedAt: Number(header(record.headers, 'run-started-at')) || undefined,
     heldMs: Number(header(record.headers, 'held-ms')) || undefined,
-    released: (RELEASED.find((r) => r === header(record.headers, 'released')) as Released | undefined) ?? undefined,
+    released: releasedOf(header(record.headers, 'released')),
     rawValue: record.value,
   };
 }

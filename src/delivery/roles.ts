@@ -3,7 +3,7 @@
 // (callbacks/), housekeeping of the ledger (housekeeping.ts) and the connector supervisor
 // (src/outbox/supervisor.ts); the projector role keeps the deliveries tables (projection/).
 import type { AppContext } from '../context.js';
-import { createGuardedDispatcher, makeAllowList } from '../outbound/index.js';
+import { createGuardedAgent, makeAllowList } from '../outbound/index.js';
 import { startConnectorSupervisor } from '../outbox/index.js';
 import { OutcomeRecorder } from './attempt/recorder.js';
 import { AttemptPipeline } from './attempt/pipeline.js';
@@ -19,12 +19,11 @@ import { EndpointHealth } from './endpoints/health.js';
 import { EndpointGate } from './endpoints/gate.js';
 import { startReleaser } from './endpoints/releaser.js';
 
-export const dispatcherGroup = (ctx: Pick<AppContext, 'cfg'>) => `${ctx.cfg.TOPIC_PREFIX}.dispatcher`;
 
 /** Everything an attempt needs, shared by the main dispatcher and the retry consumer. */
 export function createPipeline(ctx: AppContext, ladder: RetryLadder, health?: EndpointHealth) {
   // Keep-alive pooled connections per origin; the limit on attempts in flight is the dispatcher's.
-  const http = createGuardedDispatcher({ allow: makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS), keepAliveTimeout: 4_000 });
+  const http = createGuardedAgent({ allow: makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS), keepAliveTimeout: 4_000 });
   const recorder = new OutcomeRecorder(ctx);
   const gate = health ? new EndpointGate(ctx, health) : undefined;
   const pipeline = new AttemptPipeline({ ctx, directory: new DeliveryDirectory(ctx), http, recorder, ladder, gate });
@@ -55,7 +54,7 @@ export async function startWorkers(ctx: AppContext, roles: string[], onFatal: On
     const consumer = await startDispatchConsumer({
       ctx,
       name: 'dispatcher',
-      groupId: dispatcherGroup(ctx),
+      groupId: ctx.groups.dispatcher,
       topics: [ctx.topics.outbox],
       pipeline,
       concurrency: ctx.cfg.DISPATCH_CONCURRENCY,

@@ -1,5 +1,5 @@
-// Topic names derive from TOPIC_PREFIX and the retry policy, so one list of delays in configuration
-// is the whole truth about the ladder (see src/delivery/retry/ladder.ts for its use).
+// Topic and consumer-group names derive from TOPIC_PREFIX (topics also from the retry policy, so one
+// list of delays in configuration is the whole truth about the ladder: src/delivery/retry/ladder.ts).
 export interface Topics {
   outbox: string;
   retry: { topic: string; delayMs: number; step: number }[];
@@ -12,6 +12,22 @@ function label(ms: number): string {
   if (ms % 60_000 === 0) return `${ms / 60_000}m`;
   if (ms % 1000 === 0) return `${ms / 1000}s`;
   return `${ms}ms`;
+}
+
+/** The service's consumer groups, one per role of a message's life (docs/architecture.md). */
+export interface Groups {
+  /** first attempts, from the outbox topic */
+  dispatcher: string;
+  /** attempts from the retry topics, each paused until due */
+  retry: string;
+  /** delivery events into the deliveries tables */
+  projector: string;
+  /** callback functions after a final outcome */
+  callbacks: string;
+}
+
+export function groupNames(prefix: string): Groups {
+  return { dispatcher: `${prefix}.dispatcher`, retry: `${prefix}.retry`, projector: `${prefix}.projector`, callbacks: `${prefix}.callbacks` };
 }
 
 export function topicNames(prefix: string, retryDelaysMs: number[]): Topics {

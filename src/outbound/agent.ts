@@ -7,7 +7,7 @@ import net, { type LookupFunction } from 'node:net';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
 import { vetAddress, type AllowList } from './address.js';
 
-export interface GuardedDispatcherOptions {
+export interface GuardedAgentOptions {
   /** Addresses admitted despite the deny policy; see makeAllowList. */
   allow: AllowList;
   /** Sockets per origin (undici default: unlimited). */
@@ -67,7 +67,7 @@ export function isBlockedTargetError(err: unknown): boolean {
  * connects to vetted addresses. TLS keeps the URL's hostname for SNI and certificate checks,
  * because only the TCP destination is pinned, not the name undici hands to tls.connect.
  */
-export function createGuardedDispatcher(opts: GuardedDispatcherOptions): Dispatcher {
+export function createGuardedAgent(opts: GuardedAgentOptions): Dispatcher {
   const { allow, lookup = dns.lookup } = opts;
   // Vetting inside net.connect's lookup hook means the socket connects to exactly the addresses
   // that passed, and undici's connect timeout also bounds the DNS query.

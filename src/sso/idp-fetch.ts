@@ -10,21 +10,21 @@
 // checking each hop like the first (scheme, literal address, then the guard when connecting);
 // openid-client asks for redirect: 'manual' itself and treats a redirect as an error.
 import { fetch as undiciFetch, type Dispatcher, type RequestInit as UndiciRequestInit } from 'undici';
-import { checkUrlLiteral, createGuardedDispatcher, findBlockedTargetError, makeAllowList, type AllowList } from '../outbound/index.js';
+import { checkUrlLiteral, createGuardedAgent, findBlockedTargetError, makeAllowList, type AllowList } from '../outbound/index.js';
 import { ApiError, type ErrorCode } from '../errors.js';
 import type { SsoContext } from './types.js';
 
 type Cfg = SsoContext['cfg'];
 
 const MAX_REDIRECTS = 3;
-const guards = new WeakMap<object, { allow: AllowList; dispatcher: Dispatcher }>();
+const guards = new WeakMap<object, { allow: AllowList; agent: Dispatcher }>();
 
-/** One allow-list and guarded dispatcher per configuration, shared by all SSO requests. */
-function guardFor(cfg: Cfg): { allow: AllowList; dispatcher: Dispatcher } {
+/** One allow-list and guarded undici agent per configuration, shared by all SSO requests. */
+function guardFor(cfg: Cfg): { allow: AllowList; agent: Dispatcher } {
   let g = guards.get(cfg);
   if (!g) {
     const allow = makeAllowList(cfg.OUTBOUND_ALLOW_CIDRS);
-    guards.set(cfg, (g = { allow, dispatcher: createGuardedDispatcher({ allow, keepAliveTimeout: 4_000 }) }));
+    guards.set(cfg, (g = { allow, agent: createGuardedAgent({ allow, keepAliveTimeout: 4_000 }) }));
   }
   return g;
 }
@@ -61,14 +61,14 @@ export function networkReason(err: unknown): string {
 
 /** The fetch openid-client uses (its customFetch): through the guard, never following a redirect. */
 export function oidcFetch(cfg: Cfg) {
-  const { allow, dispatcher } = guardFor(cfg);
+  const { allow, agent } = guardFor(cfg);
   return (url: string, options: { method?: string; headers?: unknown; body?: unknown; signal?: AbortSignal; redirect?: string }): Promise<Response> => {
     const checked = checkUrlLiteral(url, allow);
     if (!checked.ok) return Promise.reject(new TypeError(`refused: ${checked.reason}`));
     // the caller's headers (a record, or the global Headers class, not undici's own) copied as pairs
     const headers: [string, string][] = [];
     new Headers(options.headers as ConstructorParameters<typeof Headers>[0]).forEach((value, name) => headers.push([name, value]));
-    return undiciFetch(url, { ...(options as UndiciRequestInit), headers, redirect: 'manual', dispatcher }) as unknown as Promise<Response>;
+    return undiciFetch(url, { ...(options as UndiciRequestInit), headers, redirect: 'manual', dispatcher: agent }) as unknown as Promise<Response>;
   };
 }
 
@@ -78,7 +78,7 @@ export function oidcFetch(cfg: Cfg) {
  * Throws a plain Error with a reason on anything but a final response.
  */
 export async function guardedGet(cfg: Cfg, url: string, init: { headers: Record<string, string>; timeoutMs: number; checkHop: (u: URL) => string | null }): Promise<Response> {
-  const { allow, dispatcher } = guardFor(cfg);
+  const { allow, agent } = guardFor(cfg);
   const signal = AbortSignal.timeout(init.timeoutMs);
   let current = url;
   for (let hop = 0; ; hop++) {
@@ -87,7 +87,7 @@ export async function guardedGet(cfg: Cfg, url: string, init: { headers: Record<
     if (wrong) throw new Error(hop === 0 ? wrong : `redirected to ${u.href}: ${wrong}`);
     const literal = checkUrlLiteral(u.href, allow);
     if (!literal.ok) throw new Error(`${hop === 0 ? '' : `redirected to ${u.href}: `}${literal.reason}`);
-    const res = (await undiciFetch(u.href, { headers: init.headers, signal, redirect: 'manual', dispatcher })) as unknown as Response;
+    const res = (await undiciFetch(u.href, { headers: init.headers, signal, redirect: 'manual', dispatcher: agent })) as unknown as Response;
     const location = res.status >= 300 && res.status < 400 ? res.headers.get('location') : null;
     if (!location) return res;
     await res.body?.cancel();

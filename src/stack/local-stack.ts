@@ -21,7 +21,7 @@ export interface PartStatus {
   detail: string;
 }
 
-export interface StackEndpoints {
+export interface StackUrls {
   databaseUrl: string;
   adminDatabaseUrl: string;
   kafkaBrokers: string[];
@@ -30,7 +30,7 @@ export interface StackEndpoints {
 
 type Log = (line: string) => void;
 
-export function localEndpoints(cfg: Config): StackEndpoints {
+export function localStackUrls(cfg: Config): StackUrls {
   return {
     databaseUrl: `postgres://postgres@127.0.0.1:${cfg.STACK_PG_PORT}/integrations`,
     adminDatabaseUrl: `postgres://postgres@127.0.0.1:${cfg.STACK_PG_PORT}/postgres`,
@@ -168,7 +168,7 @@ async function pgUp(cfg: Config, log: Log): Promise<void> {
 async function pgReady(cfg: Config): Promise<boolean> {
   if (!(await portOpen(cfg.STACK_PG_PORT))) return false;
   const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: localEndpoints(cfg).adminDatabaseUrl, connectionTimeoutMillis: 2000 });
+  const client = new pg.Client({ connectionString: localStackUrls(cfg).adminDatabaseUrl, connectionTimeoutMillis: 2000 });
   try {
     await client.connect();
     await client.query('select 1');
@@ -182,7 +182,7 @@ async function pgReady(cfg: Config): Promise<boolean> {
 
 async function ensureControlDb(cfg: Config) {
   const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: localEndpoints(cfg).adminDatabaseUrl });
+  const client = new pg.Client({ connectionString: localStackUrls(cfg).adminDatabaseUrl });
   await client.connect();
   try {
     const r = await client.query("select 1 from pg_database where datname = 'integrations'");
@@ -313,7 +313,7 @@ async function kafkaUp(cfg: Config, log: Log): Promise<void> {
 }
 
 /** The broker is ready when it answers a metadata request. */
-export async function kafkaReady(cfg: Config, brokers = localEndpoints(cfg).kafkaBrokers): Promise<boolean> {
+export async function kafkaReady(cfg: Config, brokers = localStackUrls(cfg).kafkaBrokers): Promise<boolean> {
   const [host, p] = brokers[0].split(':');
   if (!(await portOpen(Number(p), host))) return false;
   const { Kafka, logLevel } = await import('kafkajs');
@@ -334,7 +334,7 @@ export async function kafkaReady(cfg: Config, brokers = localEndpoints(cfg).kafk
 async function connectUp(cfg: Config, log: Log): Promise<void> {
   const d = dirs(cfg);
   const port = cfg.STACK_CONNECT_PORT;
-  if (readPid(cfg, 'connect') && (await connectReady(localEndpoints(cfg).connectUrl))) return log(`connect: already running on 127.0.0.1:${port}`);
+  if (readPid(cfg, 'connect') && (await connectReady(localStackUrls(cfg).connectUrl))) return log(`connect: already running on 127.0.0.1:${port}`);
   if (await portOpen(port)) throw new Error(`port ${port} is taken by another process; set STACK_CONNECT_PORT to a free port`);
   mkdirSync(path.dirname(d.connectConf), { recursive: true });
   const props = [
@@ -365,7 +365,7 @@ async function connectUp(cfg: Config, log: Log): Promise<void> {
   writeFileSync(d.connectConf, props + '\n');
   writeLog4j(cfg);
   const pid = spawnJava(cfg, 'connect', cfg.STACK_CONNECT_HEAP, 'org.apache.kafka.connect.cli.ConnectDistributed', [d.connectConf]);
-  await waitFor('kafka connect', () => connectReady(localEndpoints(cfg).connectUrl), 120_000, path.join(d.logs, 'connect.log'));
+  await waitFor('kafka connect', () => connectReady(localStackUrls(cfg).connectUrl), 120_000, path.join(d.logs, 'connect.log'));
   log(`connect: ready on 127.0.0.1:${port} (pid ${pid})`);
 }
 
@@ -415,19 +415,19 @@ async function withStackLock<T>(cfg: Config, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export async function stackUp(cfg: Config, log: Log = console.log): Promise<StackEndpoints> {
+export async function stackUp(cfg: Config, log: Log = console.log): Promise<StackUrls> {
   requireJava();
   return withStackLock(cfg, async () => {
     ensureJars(cfg, log);
     // Postgres and the broker start side by side; Connect needs the broker.
     await Promise.all([pgUp(cfg, log), kafkaUp(cfg, log)]);
     await connectUp(cfg, log);
-    return localEndpoints(cfg);
+    return localStackUrls(cfg);
   });
 }
 
 export async function stackStatus(cfg: Config): Promise<PartStatus[]> {
-  const e = localEndpoints(cfg);
+  const e = localStackUrls(cfg);
   const pg = readPid(cfg, 'postgres');
   const kafka = readPid(cfg, 'kafka');
   const connect = readPid(cfg, 'connect');

@@ -22,7 +22,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { startWorkers, type Worker } from '../../src/delivery/index.js';
-import { localEndpoints, stackUp } from '../../src/stack/local-stack.js';
+import { localStackUrls, stackUp } from '../../src/stack/local-stack.js';
 import { eventually } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 import { childEnv, spawnService } from '../helpers/delivery-tools.js';
@@ -168,7 +168,7 @@ describe('crash safety under a stream of 10,000 messages', () => {
   async function recovery(tag: string, from: number): Promise<number> {
     await insert(SENTINELS, tag);
     await eventually(async () => [...seen.values()].filter((s) => s.note === tag).length >= SENTINELS, 300_000, `every sentinel row of "${tag}" delivered`).catch(async (err) => {
-      const status = await fetch(`${localEndpoints(stackCfg).connectUrl}/connectors/outbox.${svc.cfg.TOPIC_PREFIX}.${project.ref}/status`).then((r) => r.text()).catch((e) => String(e));
+      const status = await fetch(`${localStackUrls(stackCfg).connectUrl}/connectors/outbox.${svc.cfg.TOPIC_PREFIX}.${project.ref}/status`).then((r) => r.text()).catch((e) => String(e));
       throw new Error(`${(err as Error).message}; the connector says: ${status}`);
     });
     const last = Math.max(...[...seen.values()].filter((s) => s.note === tag).map((s) => s.firstAt));

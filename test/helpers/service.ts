@@ -4,7 +4,7 @@
 import net from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.js';
-import { closeContext, createContext } from '../../src/app.js';
+import { closeContext, createContext } from '../../src/create-context.js';
 import type { AppContext } from '../../src/context.js';
 import { buildServer } from '../../src/http/server.js';
 import { accessVerifiers, registerRoutes } from '../../src/routes.js';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { repoRoot } from '../../src/config.js';
-import { startWorkers, dispatcherGroup, type Worker } from '../../src/delivery/index.js';
+import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { eventually, stack } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 import { Receiver } from '../helpers/receiver.js';
@@ -92,7 +92,7 @@ describe('a dispatcher killed mid-stream', () => {
     // Non-vacuous: some recorded messages sit behind the commit point and will be handed out again.
     const admin = svc.ctx.kafka.admin();
     await admin.connect();
-    const committed = await admin.fetchOffsets({ groupId: dispatcherGroup(svc.ctx), topics: [svc.ctx.topics.outbox] });
+    const committed = await admin.fetchOffsets({ groupId: svc.ctx.groups.dispatcher, topics: [svc.ctx.topics.outbox] });
     const ends = await admin.fetchTopicOffsets(svc.ctx.topics.outbox);
     await admin.disconnect();
     const uncommitted = ends.reduce((n, e) => {

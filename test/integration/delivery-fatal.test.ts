@@ -4,10 +4,7 @@
 // refuses our join with INCONSISTENT_GROUP_PROTOCOL, a non-retriable error.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PartitionAssigners, type Consumer } from 'kafkajs';
-import { callbacksGroup } from '../../src/delivery/callbacks/consumer.js';
-import { projectorGroup } from '../../src/delivery/projection/projector.js';
-import { retryGroup } from '../../src/delivery/consume/retry-consumer.js';
-import { dispatcherGroup, startWorkers, type Worker } from '../../src/delivery/index.js';
+import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { eventually } from '../helpers/env.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
@@ -28,10 +25,10 @@ describe('workers: a consumer crashed for good is reported as fatal', () => {
   it('reports the dispatcher, retry, callbacks and projector consumers', async () => {
     const { ctx } = svc;
     const groups = [
-      [dispatcherGroup(ctx), [ctx.topics.outbox]],
-      [retryGroup(ctx), ctx.topics.retry.map((r) => r.topic)],
-      [callbacksGroup(ctx), [ctx.topics.events]],
-      [projectorGroup(ctx), [ctx.topics.events]],
+      [ctx.groups.dispatcher, [ctx.topics.outbox]],
+      [ctx.groups.retry, ctx.topics.retry.map((r) => r.topic)],
+      [ctx.groups.callbacks, [ctx.topics.events]],
+      [ctx.groups.projector, [ctx.topics.events]],
     ] as const;
     for (const [groupId, topics] of groups) {
       const c = ctx.kafka.consumer({ groupId, partitionAssigners: [(cfg) => ({ ...PartitionAssigners.roundRobin(cfg), name: 'Foreign' })] });

@@ -6,8 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
 import { AssignerProtocol } from 'kafkajs';
 import pg from 'pg';
-import { dispatcherGroup, startWorkers, type Worker } from '../../src/delivery/index.js';
-import { retryGroup } from '../../src/delivery/consume/retry-consumer.js';
+import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { eventually } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 import { ScriptedReceiver } from '../helpers/scripted-receiver.js';
@@ -66,7 +65,7 @@ describe('two dispatcher processes', () => {
     }
   }
 
-  const partitions = () => ({ [dispatcherGroup(svc.ctx)]: svc.cfg.OUTBOX_PARTITIONS, [retryGroup(svc.ctx)]: svc.cfg.OUTBOX_PARTITIONS * svc.ctx.topics.retry.length });
+  const partitions = () => ({ [svc.ctx.groups.dispatcher]: svc.cfg.OUTBOX_PARTITIONS, [svc.ctx.groups.retry]: svc.cfg.OUTBOX_PARTITIONS * svc.ctx.topics.retry.length });
 
   it('share the partitions, and one takes over all of them when the other stops, losing nothing', async () => {
     const a = start('a');

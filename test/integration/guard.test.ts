@@ -10,10 +10,10 @@ import { fetch, request, type Dispatcher } from 'undici';
 import { makeAllowList } from '../../src/outbound/address.js';
 import {
   BlockedTargetError,
-  createGuardedDispatcher,
+  createGuardedAgent,
   findBlockedTargetError,
   isBlockedTargetError,
-  type GuardedDispatcherOptions,
+  type GuardedAgentOptions,
 } from '../../src/outbound/agent.js';
 
 let server: http.Server;
@@ -59,9 +59,9 @@ afterEach(async () => {
   dispatcher = undefined;
 });
 
-async function useDispatcher(opts: GuardedDispatcherOptions): Promise<Dispatcher> {
+async function useDispatcher(opts: GuardedAgentOptions): Promise<Dispatcher> {
   await dispatcher?.close();
-  dispatcher = createGuardedDispatcher(opts);
+  dispatcher = createGuardedAgent(opts);
   return dispatcher;
 }
 
@@ -92,7 +92,7 @@ describe('with an empty allow-list', () => {
   });
 
   it('refuses localhost through the system resolver', async () => {
-    const system = createGuardedDispatcher({ allow: makeAllowList([]) });
+    const system = createGuardedAgent({ allow: makeAllowList([]) });
     try {
       const err = await rejection(request(`http://localhost:${port}/`, { dispatcher: system }));
       expect(findBlockedTargetError(err)).toMatchObject({ hostname: 'localhost', range: 'loopback' });

@@ -18,17 +18,9 @@
 import { Partitioners, type Producer } from 'kafkajs';
 import type { AppContext } from '../../context.js';
 import type { Logger } from '../../lib/logger.js';
-import { attemptKey, type OutboxMessage } from '../message.js';
+import type { OutboxMessage } from '../message.js';
+import { recordLedger, type LedgerRow } from '../ledger.js';
 
-export interface LedgerRow {
-  /** the message's project (the Kafka header Connect adds): part of every ledger key */
-  project: string;
-  messageId: string;
-  run: number;
-  attempt: number;
-  outcome: string;
-  final: boolean;
-}
 
 export interface EncodedEvent {
   key: string;
@@ -142,57 +134,6 @@ export class OutcomeRecorder {
       await this.#connected;
       await this.#producer.send({ topic: this.ctx.topics.events, messages, acks: -1 });
     }
-    // one row per attempt key (a final outcome preferred), as one statement may not update a row twice
-    const byKey = new Map<string, LedgerRow>();
-    for (const r of batch.map((p) => p.ledger)) {
-      if (!r) continue;
-      const k = `${r.project}:${r.messageId}:${r.run}:${r.attempt}`;
-      if (!byKey.get(k)?.final) byKey.set(k, r);
-    }
-    const rows = [...byKey.values()];
-    if (rows.length > 0) {
-      await this.ctx.db.query({
-        // named: prepared once per connection, as it runs a few hundred times a second
-        name: 'ledger-insert',
-        // The same attempt made twice (two processes across a rebalance) may record a failed copy
-        // and a final one, in either order: the final one wins, so the run is known to have ended
-        // and the failed copy's retries are skipped, as the projection already shows it ended.
-        // The key starts with the project (migration 103): another project's record with the same
-        // message id is another message, recorded beside this one.
-        text: `insert into delivery_ledger as l (project_ref, message_id, run, attempt, outcome, final)
-         select * from unnest($1::text[], $2::uuid[], $3::int[], $4::int[], $5::text[], $6::bool[])
-         on conflict (project_ref, message_id, run, attempt) do update set outcome = excluded.outcome, final = true
-          where excluded.final and not l.final`,
-        values: [
-          rows.map((r) => r.project),
-          rows.map((r) => r.messageId),
-          rows.map((r) => r.run),
-          rows.map((r) => r.attempt),
-          rows.map((r) => r.outcome),
-          rows.map((r) => r.final),
-        ],
-      });
-    }
+    await recordLedger(this.ctx.db, batch.map((p) => p.ledger));
   }
-}
-
-/**
- * Which of these attempts are already recorded: the attempt itself, or a final outcome of its run,
- * within the message's own project (a row of another project with the same message id is another
- * message's). One query per fetched batch. Returns attempt keys (message.ts, attemptKey).
- */
-export async function alreadyRecorded(
-  db: AppContext['db'],
-  msgs: readonly Pick<OutboxMessage, 'project' | 'id' | 'run' | 'attempt'>[],
-): Promise<Set<string>> {
-  if (msgs.length === 0) return new Set();
-  const r = await db.query({
-    name: 'ledger-check',
-    text: `select m.project, m.id, m.run, m.attempt
-       from unnest($1::text[], $2::uuid[], $3::int[], $4::int[]) as m(project, id, run, attempt)
-      where exists (select 1 from delivery_ledger l
-                     where l.project_ref = m.project and l.message_id = m.id and l.run = m.run and (l.attempt = m.attempt or l.final))`,
-    values: [msgs.map((m) => m.project), msgs.map((m) => m.id), msgs.map((m) => m.run), msgs.map((m) => m.attempt)],
-  });
-  return new Set(r.rows.map((x) => attemptKey(x)));
 }

@@ -11,14 +11,12 @@
 // At least once: a crash after a call's commit and before its row is finished calls it again when
 // the lease runs out.
 import type { AppContext } from '../../context.js';
-import { groupTimeouts } from '../../kafka/index.js';
+import { groupTimeouts, PeriodicCommitter, subscribeAll } from '../../kafka/index.js';
 import { callCallback, type CallbackPayload } from './call.js';
 import { logFatal, reportCrashes, type OnFatal } from '../worker.js';
 import { decodeEvent, encodeEvent, type CallbackInvoked, type DeliveryAttempted } from '../events.js';
-import { PeriodicCommitter, subscribeAll } from '../consume/offsets.js';
 import type { Worker } from '../worker.js';
 
-export const callbacksGroup = (ctx: Pick<AppContext, 'cfg'>) => `${ctx.cfg.TOPIC_PREFIX}.callbacks`;
 
 const BATCH = 32;
 const POLL_MS = 1000;
@@ -132,7 +130,7 @@ export async function startCallbacks(ctx: AppContext, onFatal: OnFatal = logFata
   const log = ctx.log.child({ component: 'callbacks' });
   const runner = new CallbackRunner(ctx);
   const consumer = ctx.kafka.consumer({
-    groupId: callbacksGroup(ctx),
+    groupId: ctx.groups.callbacks,
     allowAutoTopicCreation: false,
     ...groupTimeouts(ctx.cfg),
     // Callbacks are not latency-critical: wait for 64 KB of events (or 500 ms) per fetch instead
@@ -176,7 +174,7 @@ export async function startCallbacks(ctx: AppContext, onFatal: OnFatal = logFata
   });
   commits.start();
   runner.start();
-  log.info({ group: callbacksGroup(ctx), topic: ctx.topics.events }, 'callbacks started');
+  log.info({ group: ctx.groups.callbacks, topic: ctx.topics.events }, 'callbacks started');
   return {
     name: 'callbacks',
     async stop() {

@@ -1,4 +1,4 @@
-// One HTTP attempt through the guarded undici dispatcher: no redirects followed, the whole exchange
+// One HTTP attempt through the guarded undici agent: no redirects followed, the whole exchange
 // (connect, headers, body) bounded by the message's timeout, the response body read only up to
 // RESPONSE_BODY_LIMIT, and every failure turned into an AttemptOutcome rather than thrown.
 import { errors as undiciErrors, request, type Dispatcher } from 'undici';
@@ -14,7 +14,7 @@ export interface OutboundRequest {
 }
 
 export interface SendOptions {
-  dispatcher: Dispatcher;
+  agent: Dispatcher;
   timeoutMs: number;
   bodyLimit: number;
 }
@@ -39,7 +39,7 @@ export async function sendHttp(req: OutboundRequest, opts: SendOptions): Promise
       method: req.method as Dispatcher.HttpMethod,
       headers: { 'user-agent': USER_AGENT, ...req.headers },
       body: req.body,
-      dispatcher: opts.dispatcher,
+      dispatcher: opts.agent,
       signal,
       headersTimeout: opts.timeoutMs,
       bodyTimeout: opts.timeoutMs,

@@ -1,5 +1,5 @@
 // base.http_request(...): the request as written, rendered with the project's secrets in memory,
-// sent through the guarded dispatcher under timeout_ms (default WEBHOOK_TIMEOUT_DEFAULT_MS).
+// sent through the guarded undici agent under timeout_ms (default WEBHOOK_TIMEOUT_DEFAULT_MS).
 //
 // Body encoding: a JSON string body is sent as that text (text/plain unless a content-type header
 // is given), any other non-null JSON value is sent as JSON (application/json unless given), null
@@ -56,7 +56,7 @@ export async function renderAndSend(
   }
   const req: OutboundRequest = { method: written.method, url: substitute(written.url, secrets), headers: { ...headers, ...extraHeaders }, body };
   const outcome = await sendHttp(req, {
-    dispatcher: deps.http,
+    agent: deps.http,
     timeoutMs: timeoutMs ?? deps.ctx.cfg.WEBHOOK_TIMEOUT_DEFAULT_MS,
     bodyLimit: deps.ctx.cfg.RESPONSE_BODY_LIMIT,
   });

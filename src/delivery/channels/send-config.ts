@@ -6,6 +6,7 @@
 import type { AppContext } from '../../context.js';
 import { aad } from '../../lib/secret-box.js';
 import { TtlCache } from '../../lib/ttl-cache.js';
+import { isUuid } from '../../lib/uuid.js';
 
 export interface WebhookConfig {
   id: string;
@@ -93,4 +94,3 @@ export class DeliveryDirectory {
   }
 }
 
-const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);

@@ -1,5 +1,5 @@
 // The dispatch consumer: a kafkajs consumer group that makes delivery attempts (the dispatcher role
-// runs one on the outbox topic, and one with a due gate on the retry topics: retry-consumer.ts).
+// runs one on the outbox topic, and one that pauses until due on the retry topics: retry-consumer.ts).
 //
 // eachBatch starts an attempt per record (bounded by DISPATCH_CONCURRENCY per consumer) and returns
 // without waiting for them, so the next batch is fetched while slow targets are still answering.
@@ -9,17 +9,17 @@
 // therefore loses nothing: everything after its last commit is fetched again, and records whose
 // outcome is already in the ledger are skipped instead of sent again.
 //
-// The same consumer runs the retry topics (retry-consumer.ts) with a `gate` that pauses a partition
+// The same consumer runs the retry topics (retry-consumer.ts) with `untilDue`, which pauses a partition
 // until its head record is due.
 import DataLoader from 'dataloader';
-import { groupTimeouts } from '../../kafka/index.js';
+import { groupTimeouts, subscribeAll } from '../../kafka/index.js';
 import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { AppContext } from '../../context.js';
 import { logFatal, reportCrashes, type OnFatal } from '../worker.js';
 import { attemptKey, decodeMessage, MalformedMessageError, type OutboxMessage } from '../message.js';
-import { Limiter, PartitionTracker, RecentKeys, subscribeAll } from './offsets.js';
+import { Limiter, PartitionTracker, RecentKeys } from './offsets.js';
 import type { AttemptPipeline } from '../attempt/pipeline.js';
-import { alreadyRecorded } from '../attempt/recorder.js';
+import { alreadyRecorded } from '../ledger.js';
 import type { Worker } from '../worker.js';
 
 const INFLIGHT_BYTES = 16 * 1024 * 1024;
@@ -35,10 +35,10 @@ export interface DispatchConsumerOptions {
   /** how long stop() waits for in-flight attempts before committing and leaving anyway */
   drainTimeoutMs?: number;
   /**
-   * Retry topics: true when `msg` is not due yet; the gate has paused its partition until it is
-   * (due-gate.ts), and the record, left unresolved, is fetched again on resume.
+   * Retry topics: true when `msg` is not due yet; its partition is paused until it is
+   * (due-pause.ts), and the record, left unresolved, is fetched again on resume.
    */
-  gate?: (consumer: Consumer, topic: string, partition: number, msg: OutboxMessage) => boolean;
+  untilDue?: (consumer: Consumer, topic: string, partition: number, msg: OutboxMessage) => boolean;
   /** the consumer crashed for good (worker.ts) */
   onFatal?: OnFatal;
 }
@@ -128,7 +128,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
 
     for (const { offset, msg } of records) {
       if (stopping || !isRunning() || isStale()) break;
-      if (msg && opts.gate?.(consumer, batch.topic, batch.partition, msg)) break;
+      if (msg && opts.untilDue?.(consumer, batch.topic, batch.partition, msg)) break;
       const n = Number(offset);
       const key = msg ? attemptKey(msg) : '';
       tracker.begin(n);

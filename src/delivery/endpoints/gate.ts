@@ -4,7 +4,7 @@
 // endpoint may be tried again.
 //
 //   - a record the releaser put back as a probe is sent (it is the half-open circuit's one try);
-//   - a record it put back as 'expire' ends dead without a request (the endpoint was given up on);
+//   - a record it put back as 'give_up' ends dead without a request (the endpoint was given up on);
 //   - a webhook that is deleted or disabled is never held: its channel ends the message dead at once;
 //   - a circuit that is open or half-open holds every other message of its endpoint;
 //   - a rate-limited webhook with messages already held holds the new ones too (first in, first
@@ -38,7 +38,7 @@ export class EndpointGate {
     // just disabled, enabled or reset: the cached config may be up to a TTL behind (the fresh copy
     // also replaces the cached one the channel reads next)
     if (fresh && this.health.recentlyAnnounced(e)) webhook = await fresh();
-    if (msg.released === 'expire') return { kind: 'end', outcome: { outcome: 'dead', reason: 'endpoint_given_up', error: GIVEN_UP, durationMs: 0 } };
+    if (msg.released === 'give_up') return { kind: 'end', outcome: { outcome: 'dead', reason: 'endpoint_given_up', error: GIVEN_UP, durationMs: 0 } };
     if (msg.kind === 'webhook' && !webhook?.enabled) return SEND;
     const view = this.health.view(e);
     if (msg.released === 'probe') return SEND; // the half-open circuit's one request, rate limit or not

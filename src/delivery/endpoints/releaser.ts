@@ -8,7 +8,7 @@
 //   1. give up: a circuit open since ENDPOINT_DISABLE_AFTER whose latest probe failed. A webhook
 //      is disabled (enabled = false, disabled_reason 'failing'; its trigger stays, so changes keep
 //      arriving and end dead 'webhook disabled', ready to be replayed when it is enabled again) and
-//      its owner is emailed; a host's held messages are released as 'expire' (dead, no request).
+//      its owner is emailed; a host's held messages are released as 'give_up' (dead, no request).
 //      The circuit's row is removed: a fresh start when the endpoint is used again.
 //   2. probe: an open circuit whose probe_at has passed, with messages held, turns half-open (that
 //      is committed first, so the probe's outcome sees it) and its oldest held message goes back as
@@ -177,7 +177,7 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
       if (out) log.warn({ project: e.project, webhook: row.webhook_id, failingSince: row.failing_since }, 'webhook disabled: it has failed every probe for ENDPOINT_DISABLE_AFTER');
       else log.warn({ project: e.project, webhook: row.webhook_id }, 'endpoint given up on: its webhook is not an enabled webhook of this project, so none was disabled; its held messages go back');
     } else {
-      const n = await putBack(e, 'expire', Infinity);
+      const n = await putBack(e, 'give_up', Infinity);
       await health.audit(e, 'endpoint.give_up', { failing_since: row.failing_since, last_error: row.last_error, held_messages_ended: n });
       log.warn({ project: e.project, endpoint: e.key, ended: n }, 'endpoint given up on: its held messages end dead');
     }

@@ -3,19 +3,17 @@
 // rebuild-deliveries). Batches are applied in one transaction each; offsets are committed after
 // the transaction, so a crash replays a batch into the idempotent projection (fold.ts).
 import DataLoader from 'dataloader';
-import { groupTimeouts } from '../../kafka/index.js';
+import { groupTimeouts, PeriodicCommitter, subscribeAll } from '../../kafka/index.js';
 import type { AppContext } from '../../context.js';
 import { withTransaction } from '../../db/index.js';
 import { decodeEvent, type DeliveryEvent } from '../events.js';
 import { logFatal, reportCrashes, type OnFatal } from '../worker.js';
-import { PeriodicCommitter, subscribeAll } from '../consume/offsets.js';
 import { applyEvents } from './fold.js';
 import type { Worker } from '../worker.js';
 
 /** Applied events' offsets are committed this often (a replay after a crash is idempotent). */
 const COMMIT_INTERVAL_MS = 1000;
 
-export const projectorGroup = (ctx: Pick<AppContext, 'cfg'>) => `${ctx.cfg.TOPIC_PREFIX}.projector`;
 
 function decodeAll(ctx: Pick<AppContext, 'log'>, messages: { headers?: import('kafkajs').IHeaders; value: Buffer | null; offset: string }[]): DeliveryEvent[] {
   const out: DeliveryEvent[] = [];
@@ -35,7 +33,7 @@ export async function startProjector(ctx: AppContext, onFatal: OnFatal = logFata
   // Waits up to 200 ms for 64 KB (~200 events) rather than answering every fetch with the few
   // events that have arrived: at moderate rates that is one transaction per partition per fetch
   // carrying many upserts instead of a few, at most 200 ms later in the listing.
-  const consumer = ctx.kafka.consumer({ groupId: projectorGroup(ctx), allowAutoTopicCreation: false, maxWaitTimeInMs: 200, minBytes: 64 * 1024, ...groupTimeouts(ctx.cfg) });
+  const consumer = ctx.kafka.consumer({ groupId: ctx.groups.projector, allowAutoTopicCreation: false, maxWaitTimeInMs: 200, minBytes: 64 * 1024, ...groupTimeouts(ctx.cfg) });
   reportCrashes(consumer, 'projector', onFatal);
   await consumer.connect();
   await subscribeAll(consumer, [ctx.topics.events]);
@@ -60,7 +58,7 @@ export async function startProjector(ctx: AppContext, onFatal: OnFatal = logFata
     },
   });
   commits.start();
-  log.info({ group: projectorGroup(ctx), topic: ctx.topics.events }, 'projector started');
+  log.info({ group: ctx.groups.projector, topic: ctx.topics.events }, 'projector started');
   return {
     name: 'projector',
     async stop() {

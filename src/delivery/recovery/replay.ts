@@ -15,6 +15,7 @@ import type { AppContext } from '../../context.js';
 import { encodeEvent } from '../events.js';
 import { readBack } from './log-read.js';
 import { encodeMessage, type OutboxMessage } from '../message.js';
+import { supersedeRuns } from '../ledger.js';
 
 export type ReplayStatus = 'dead' | 'failed';
 
@@ -117,12 +118,7 @@ export async function replayDeliveries(
 }
 
 async function requeue(ctx: AppContext, ref: string, chunk: { row: Row; msg: OutboxMessage }[]): Promise<void> {
-  await ctx.db.query(
-    `insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final)
-     select $1, id, run, 0, 'superseded', true from unnest($2::uuid[], $3::int[]) as x(id, run)
-     on conflict (project_ref, message_id, run, attempt) do nothing`,
-    [ref, chunk.map((c) => c.row.id), chunk.map((c) => c.row.run)],
-  );
+  await supersedeRuns(ctx.db, ref, chunk.map((c) => c.row));
   const now = Date.now();
   await ctx.producer.send({
     topic: ctx.topics.outbox,

@@ -5,7 +5,7 @@ import { request, type Dispatcher } from 'undici';
 import { makeAllowList } from '../../../src/outbound/address.js';
 import {
   BlockedTargetError,
-  createGuardedDispatcher,
+  createGuardedAgent,
   findBlockedTargetError,
   isBlockedTargetError,
 } from '../../../src/outbound/agent.js';
@@ -39,7 +39,7 @@ describe('isBlockedTargetError', () => {
   });
 });
 
-describe('createGuardedDispatcher: refusal before any socket is opened', () => {
+describe('createGuardedAgent: refusal before any socket is opened', () => {
   let dispatcher: Dispatcher | undefined;
   afterEach(async () => {
     await dispatcher?.close();
@@ -59,7 +59,7 @@ describe('createGuardedDispatcher: refusal before any socket is opened', () => {
   }
 
   async function failure(url: string, allow: string[], lookup?: LookupFunction): Promise<unknown> {
-    dispatcher = createGuardedDispatcher({ allow: makeAllowList(allow), lookup });
+    dispatcher = createGuardedAgent({ allow: makeAllowList(allow), lookup });
     return request(url, { dispatcher }).then(
       () => expect.fail(`request to ${url} succeeded`),
       (err: unknown) => err,

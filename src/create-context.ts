@@ -4,19 +4,20 @@ import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { createPool, isDatabaseUnavailable, migrate, ProjectDatabases } from './db/index.js';
 import { Partitioners } from 'kafkajs';
-import { createKafka, ensureTopics, topicNames, ConnectClient } from './kafka/index.js';
+import { createKafka, ensureTopics, groupNames, topicNames, ConnectClient } from './kafka/index.js';
 import { SecretBox } from './lib/secret-box.js';
 import type { Logger } from './lib/logger.js';
 import { stackUp } from './stack/index.js';
 
-export interface Endpoints {
+/** Where the infrastructure is: the control database, Kafka and Kafka Connect. */
+export interface Infrastructure {
   databaseUrl: string;
   adminDatabaseUrl: string;
   kafkaBrokers: string[];
   connectUrl: string;
 }
 
-export async function resolveEndpoints(cfg: Config, log: Logger): Promise<Endpoints> {
+export async function resolveInfrastructure(cfg: Config, log: Logger): Promise<Infrastructure> {
   if (cfg.external) {
     const admin = new URL(cfg.DATABASE_URL!);
     admin.pathname = '/postgres';
@@ -25,14 +26,14 @@ export async function resolveEndpoints(cfg: Config, log: Logger): Promise<Endpoi
   return stackUp(cfg, (line) => log.info(`stack: ${line}`));
 }
 
-export async function createContext(cfg: Config, log: Logger, endpoints: Endpoints): Promise<AppContext> {
-  const db = createPool(endpoints.databaseUrl, 20, 'integrations-control');
+export async function createContext(cfg: Config, log: Logger, infra: Infrastructure): Promise<AppContext> {
+  const db = createPool(infra.databaseUrl, 20, 'integrations-control');
   // A process started while the database or the broker is away (a restart of everything at once,
   // a failover) waits for them instead of exiting: runs itself without a supervisor's restart loop.
   const applied = await untilAvailable(cfg, log, 'the control database', isDatabaseUnavailable, () => migrate(db, undefined, (m) => log.info(m)));
   if (applied) log.info({ applied }, 'control database migrated');
   const box = new SecretBox(cfg.masterKey, cfg.previousMasterKeys);
-  const kafka = createKafka(endpoints.kafkaBrokers, cfg.KAFKA_CLIENT_ID, log);
+  const kafka = createKafka(infra.kafkaBrokers, cfg.KAFKA_CLIENT_ID, log);
   const topics = topicNames(cfg.TOPIC_PREFIX, cfg.retryDelaysMs);
   await untilAvailable(cfg, log, 'Kafka', isKafkaUnavailable, async () => {
     const admin = kafka.admin();
@@ -50,12 +51,13 @@ export async function createContext(cfg: Config, log: Logger, endpoints: Endpoin
     cfg,
     log,
     db,
-    adminDatabaseUrl: endpoints.adminDatabaseUrl,
+    adminDatabaseUrl: infra.adminDatabaseUrl,
     box,
     kafka,
     producer,
     topics,
-    connect: new ConnectClient(endpoints.connectUrl),
+    groups: groupNames(cfg.TOPIC_PREFIX),
+    connect: new ConnectClient(infra.connectUrl),
     projectDbs: new ProjectDatabases(db, box),
   };
 }

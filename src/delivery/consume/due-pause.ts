@@ -1,19 +1,19 @@
-// Holds a retry topic's partition until its head record is due: the consumer pauses the partition
+// Pauses a retry topic's partition until its head record is due: the consumer pauses the partition
 // and a timer resumes it at the record's due-at, so no handler ever sleeps. While paused, kafkajs
 // keeps fetching the other partitions and heartbeating (with every partition paused it heartbeats
 // between empty fetches), so group membership stays healthy however long the wait.
 //
 // Records of one retry topic are due in produce order, up to a Retry-After stretch (retry/policy.ts),
-// so holding on the head delays a record at most until its own topic delay has passed.
+// so pausing on the head delays a record at most until its own topic delay has passed.
 import type { Consumer } from 'kafkajs';
 import type { OutboxMessage } from '../message.js';
 
-export class DueGate {
+export class DuePause {
   readonly #timers = new Map<string, NodeJS.Timeout>();
   #closed = false;
 
   /** true when `msg` is not due: its partition is paused until it is. */
-  readonly hold = (consumer: Consumer, topic: string, partition: number, msg: OutboxMessage): boolean => {
+  readonly pauseUntilDue = (consumer: Consumer, topic: string, partition: number, msg: OutboxMessage): boolean => {
     const wait = msg.dueAt - Date.now();
     if (wait <= 0) return false;
     const tp = [{ topic, partitions: [partition] }];
@@ -31,7 +31,7 @@ export class DueGate {
         } catch {
           // The consumer is restarting after a crash (the broker went away): kafkajs throws "not
           // initialized" from resume() then. Thrown in a timer it used to take the process down;
-          // the restarted consumer starts with nothing paused and holds the record again if needed.
+          // the restarted consumer starts with nothing paused and pauses on the record again if needed.
         }
       }, wait),
     );
@@ -45,8 +45,8 @@ export class DueGate {
     this.#timers.clear();
   }
 
-  /** partitions currently held */
-  get held(): number {
+  /** partitions currently paused */
+  get paused(): number {
     return this.#timers.size;
   }
 }

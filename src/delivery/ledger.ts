@@ -1,0 +1,87 @@
+// The delivery ledger (control database, delivery_ledger): one row per attempt made, its outcome,
+// and whether it ended its run. It is what makes at-least-once cheap to keep: a record read again
+// (after a crash, a rebalance or a replayed offset) whose attempt, or whose run's final outcome, is
+// already here is not attempted again. Every key starts with the project (migration 103): another
+// project's record with the same message id is another message. Written by the recorder
+// (attempt/recorder.ts), read by the consumers before attempting (consume/), closed by retry and
+// replay (recovery/), pruned by housekeeping.ts after LEDGER_RETENTION.
+import type { AppContext } from '../context.js';
+import { attemptKey, type OutboxMessage } from './message.js';
+
+export interface LedgerRow {
+  /** the message's project (the Kafka header Connect adds): part of every ledger key */
+  project: string;
+  messageId: string;
+  run: number;
+  attempt: number;
+  outcome: string;
+  final: boolean;
+}
+
+/** Records these attempts (a batch of the recorder), one row per attempt key, a final outcome preferred. */
+export async function recordLedger(db: AppContext['db'], entries: readonly (LedgerRow | undefined | null)[]): Promise<void> {
+  const byKey = new Map<string, LedgerRow>();
+  for (const r of entries) {
+    if (!r) continue;
+    const k = `${r.project}:${r.messageId}:${r.run}:${r.attempt}`;
+    if (!byKey.get(k)?.final) byKey.set(k, r);
+  }
+  const rows = [...byKey.values()];
+  if (rows.length > 0) {
+    await db.query({
+      // named: prepared once per connection, as it runs a few hundred times a second
+      name: 'ledger-insert',
+      // The same attempt made twice (two processes across a rebalance) may record a failed copy
+      // and a final one, in either order: the final one wins, so the run is known to have ended
+      // and the failed copy's retries are skipped, as the projection already shows it ended.
+      // The key starts with the project (migration 103): another project's record with the same
+      // message id is another message, recorded beside this one.
+      text: `insert into delivery_ledger as l (project_ref, message_id, run, attempt, outcome, final)
+       select * from unnest($1::text[], $2::uuid[], $3::int[], $4::int[], $5::text[], $6::bool[])
+       on conflict (project_ref, message_id, run, attempt) do update set outcome = excluded.outcome, final = true
+        where excluded.final and not l.final`,
+      values: [
+        rows.map((r) => r.project),
+        rows.map((r) => r.messageId),
+        rows.map((r) => r.run),
+        rows.map((r) => r.attempt),
+        rows.map((r) => r.outcome),
+        rows.map((r) => r.final),
+      ],
+    });
+  }
+}
+
+/**
+ * Which of these attempts are already recorded: the attempt itself, or a final outcome of its run,
+ * within the message's own project (a row of another project with the same message id is another
+ * message's). One query per fetched batch. Returns attempt keys (message.ts, attemptKey).
+ */
+export async function alreadyRecorded(
+  db: AppContext['db'],
+  msgs: readonly Pick<OutboxMessage, 'project' | 'id' | 'run' | 'attempt'>[],
+): Promise<Set<string>> {
+  if (msgs.length === 0) return new Set();
+  const r = await db.query({
+    name: 'ledger-check',
+    text: `select m.project, m.id, m.run, m.attempt
+       from unnest($1::text[], $2::uuid[], $3::int[], $4::int[]) as m(project, id, run, attempt)
+      where exists (select 1 from delivery_ledger l
+                     where l.project_ref = m.project and l.message_id = m.id and l.run = m.run and (l.attempt = m.attempt or l.final))`,
+    values: [msgs.map((m) => m.project), msgs.map((m) => m.id), msgs.map((m) => m.run), msgs.map((m) => m.attempt)],
+  });
+  return new Set(r.rows.map((x) => attemptKey(x)));
+}
+
+/**
+ * Ends these runs in the ledger before they are enqueued again as new runs (manual retry, bulk
+ * replay): a record of an old run still on a topic is then skipped, never sent after the new one.
+ */
+export async function supersedeRuns(db: AppContext['db'], ref: string, runs: readonly { id: string; run: number }[]): Promise<void> {
+  await db.query(
+    `insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final)
+     select $1, id, run, 0, 'superseded', true from unnest($2::uuid[], $3::int[]) as x(id, run)
+     on conflict (project_ref, message_id, run, attempt) do nothing`,
+    [ref, runs.map((r) => r.id), runs.map((r) => r.run)],
+  );
+}
