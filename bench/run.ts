@@ -290,6 +290,7 @@ async function main() {
     idle_ms_per_s_per_project: idle?.figure ?? null,
     sparse_ms_per_s_per_project: sparse?.figure ?? null,
     sparse_latency_p99_ms: ((sparse?.detail.latency_ms as Record<string, number> | null | undefined) ?? null)?.p99 ?? null,
+    wake_latency_p99_ms: ((sparse?.detail.wake_latency_ms as Record<string, number> | null | undefined) ?? null)?.p99 ?? null,
     // as measured (idle at both ends of the phase), not as asked
     idle_projects: idle ? Math.min(...Object.values((idle.detail.idle_projects as Record<string, number> | undefined) ?? { none: 0 })) : 0,
     messages,

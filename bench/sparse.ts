@@ -5,7 +5,9 @@
 // never stopped as idle: what it costs is a running connector, at the speed the supervisor chooses
 // for its traffic (src/outbox/capture-speed.ts). Measured after a warm-up long enough for the
 // speeds to settle: CPU of every process per project (ms/s), and commit -> receipt latency of the
-// measured messages. Targets: at most 5 ms/s per project, p99 at most 1.5 s.
+// measured messages. Targets: at most 5 ms/s per project, p99 at most 1.5 s. The first message of
+// each project wakes its stopped connector (the projects were idle), through a connection that
+// stays open: its commit -> receipt is the wake latency (target: under a second).
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { measured, PATH_PROCESSES, type Phase, type PhaseCtx } from './phases.js';
@@ -36,21 +38,22 @@ export async function sparsePhase(ctx: PhaseCtx, o: SparseOptions): Promise<Phas
     }),
   );
   let seq = o.firstSeq;
-  const committed = new Map<number, { at: number; measured: boolean }>();
+  const committed = new Map<number, { at: number; measured: boolean; first: boolean }>();
   let measuring = false;
   let stop = false;
   let failedSends = 0;
   // each project: one message a minute, at a random moment of each minute
   const loops = clients.map(async (c) => {
     const start = Date.now();
-    for (let minute = 0; !stop; minute++) {
+    for (let minute = 0, first = true; !stop; minute++) {
       const due = start + minute * 60_000 + Math.random() * 60_000;
       while (!stop && Date.now() < due) await sleep(Math.min(1000, due - Date.now()));
       if (stop) break;
       const s = seq++;
       try {
         await c.query(`select base.http_request('POST', $1, '{}'::jsonb, jsonb_build_object('record', jsonb_build_object('seq', $2::bigint)))`, [o.url, s]);
-        committed.set(s, { at: now(), measured: measuring });
+        committed.set(s, { at: now(), measured: measuring, first });
+        first = false;
       } catch {
         failedSends++;
       }
@@ -73,6 +76,7 @@ export async function sparsePhase(ctx: PhaseCtx, o: SparseOptions): Promise<Phas
     const wanted = [...committed.entries()].filter(([, v]) => v.measured).map(([s]) => s);
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline && wanted.some((s) => !ctx.receipts.at.has(s))) await sleep(200);
+    const firsts = [...committed.entries()].filter(([s, v]) => v.first && ctx.receipts.at.has(s)).map(([s, v]) => ctx.receipts.at.get(s)! - v.at).sort((a, b) => a - b);
     const latencies = wanted.filter((s) => ctx.receipts.at.has(s)).map((s) => ctx.receipts.at.get(s)! - committed.get(s)!.at).sort((a, b) => a - b);
     const wall = d.cpu_s.wall_s;
     const total = PATH_PROCESSES.reduce((n, k) => n + (d.cpu_s[k] ?? 0), 0);
@@ -88,6 +92,9 @@ export async function sparsePhase(ctx: PhaseCtx, o: SparseOptions): Promise<Phas
         failed_sends: failedSends,
         latency_ms: latencies.length
           ? { p50: round(percentile(latencies, 50)), p95: round(percentile(latencies, 95)), p99: round(percentile(latencies, 99)), max: round(latencies[latencies.length - 1]) }
+          : null,
+        wake_latency_ms: firsts.length
+          ? { n: firsts.length, p50: round(percentile(firsts, 50)), p95: round(percentile(firsts, 95)), p99: round(percentile(firsts, 99)), max: round(firsts[firsts.length - 1]) }
           : null,
         ms_per_s_per_project: perProject,
         per_project_by_process: Object.fromEntries(PATH_PROCESSES.map((k) => [k, round(((d.cpu_s[k] ?? 0) * 1000) / wall / clients.length, 3)])),
