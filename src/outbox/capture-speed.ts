@@ -15,8 +15,12 @@
 //   slow -> fast: CAPTURE_FAST_AT messages or more in the window.
 // Changing the speed PUTs the connector's config with the other poll.interval.ms, which restarts its
 // task: capture pauses for the restart (about a second) and resumes from the slot, so nothing is
-// lost or sent twice beyond the usual at-least-once. The refresh at start (enable.ts) leaves
-// poll.interval.ms as the supervisor set it.
+// lost or sent twice beyond the usual at-least-once. At most a few switches per supervisor check
+// (a hundred restarts at once on two cores held capture up for tens of seconds in the bench). A
+// connector about to be stopped as idle is made slow first, so it resumes slow: a project that
+// wakes now and then never restarts for its speed, and the message that wakes it is read at once
+// (the streaming source sleeps only when nothing is pending). The refresh at start (enable.ts)
+// leaves poll.interval.ms as the supervisor set it.
 import type { AppContext } from '../context.js';
 
 export type CaptureSpeed = 'fast' | 'slow';

@@ -39,6 +39,8 @@ export const LOCK_KEY = 0x636f6e6e; // "conn"
 const FIRST_BACKOFF_MS = 5_000;
 /** running this long after a restart: the restart counter starts from zero again */
 const STABLE_MS = 60_000;
+/** speed changes (task restarts) per check at most (capture-speed.ts) */
+const SPEED_SWITCHES_PER_CHECK = 5;
 /** slots are read every this many checks (and at every check where a connector is not running) */
 const SLOT_EVERY = 6;
 
@@ -93,6 +95,8 @@ export class ConnectorSupervisor {
   readonly #log;
   #lock: pg.PoolClient | null = null;
   #checks = 0;
+  /** speed changes left in this check: each restarts a task, so a crowd crossing a threshold together is spread over checks */
+  #speedSwitches = 0;
   #connectDown = false;
   readonly #holder = `${hostname()}:${process.pid}`;
 
@@ -212,6 +216,7 @@ export class ConnectorSupervisor {
     const readSlots = this.#checks++ % SLOT_EVERY === 0 || rows.some((r) => !quiet(r) && (!statuses.has(r.connector) || !running(statuses.get(r.connector)!)));
     const slots = readSlots ? await this.#slots(rows.map((r) => r.ref)) : null;
     const lags: number[] = [];
+    this.#speedSwitches = SPEED_SWITCHES_PER_CHECK;
     for (const row of rows) {
       const { state, lag } = await this.#one(row, statuses.get(row.connector), slots ? slots.get(row.ref) : undefined).catch((err) => {
         this.#log.warn({ err, project: row.ref }, 'checking a connector failed');
@@ -272,6 +277,12 @@ export class ConnectorSupervisor {
       stoppedAt = null;
       const idleFor = row.last_activity ? now - row.last_activity.getTime() : 0;
       if (ctx.cfg.CAPTURE_IDLE_AFTER > 0 && restarts === 0 && idleFor >= ctx.cfg.CAPTURE_IDLE_AFTER) {
+        // stopped slow, it resumes slow: a project that wakes now and then never restarts its task
+        // for its speed (capture-speed.ts); the message that wakes it is read at the task's start
+        if (speed === 'fast' && ctx.cfg.CAPTURE_SLOW_POLL > 0 && (await applySpeed(ctx, row.connector, 'slow', templatePollInterval()))) {
+          [speed, speedSince] = ['slow', new Date(now)];
+          await ctx.connect.waitRunning(row.connector, 30_000).catch(() => undefined);
+        }
         const r = await stopIdleConnector(ctx, row.ref, row.connector);
         if (r.stopped) {
           state = 'idle';
@@ -375,7 +386,8 @@ export class ConnectorSupervisor {
     // a connector first seen running, or just resumed, is at its speed from now
     const since = row.speed_since && (!row.resumed_at || row.speed_since >= row.resumed_at) ? row.speed_since : row.resumed_at ?? new Date(now);
     const want = wantedSpeed(this.#ctx.cfg, row.capture_speed, row.recent_messages, now - since.getTime());
-    if (want === row.capture_speed) return [row.capture_speed, since];
+    if (want === row.capture_speed || this.#speedSwitches <= 0) return [row.capture_speed, since];
+    this.#speedSwitches--;
     if (!(await applySpeed(this.#ctx, row.connector, want, templatePollInterval()))) return [row.capture_speed, since];
     log.info({ speed: want, recent_messages: row.recent_messages, window_seconds: this.#ctx.cfg.CAPTURE_SPEED_WINDOW / 1000 }, want === 'slow' ? 'few messages: the connector reads its stream every CAPTURE_SLOW_POLL' : 'traffic picked up: the connector reads its stream every 10 ms again');
     return [want, new Date(now)];
