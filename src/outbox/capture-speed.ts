@@ -17,9 +17,10 @@
 // task: capture pauses for the restart (about a second) and resumes from the slot, so nothing is
 // lost or sent twice beyond the usual at-least-once. At most a few switches per supervisor check
 // (a hundred restarts at once on two cores held capture up for tens of seconds in the bench). A
-// connector about to be stopped as idle is made slow first, so a refresh resumes it slow; a write
-// wakes it fast (wakeFast) and it goes slow again after a quiet window. The refresh at start
-// (enable.ts) leaves poll.interval.ms as the supervisor set it.
+// connector about to be stopped as idle is made slow first, so it resumes slow: a project that
+// wakes now and then never restarts for its speed, and the message that wakes it is read at once
+// (the streaming source sleeps only when nothing is pending). The refresh at start (enable.ts)
+// leaves poll.interval.ms as the supervisor set it.
 import type { AppContext } from '../context.js';
 
 export type CaptureSpeed = 'fast' | 'slow';
@@ -46,16 +47,4 @@ export async function applySpeed(ctx: Pick<AppContext, 'connect' | 'cfg'>, conne
   const { name: _name, ...rest } = config;
   await ctx.connect.upsert(connector, { ...rest, [POLL_KEY]: poll });
   return true;
-}
-
-/**
- * Wakes a stopped (idle) connector at the fast speed: PUTting its config starts a stopped
- * connector, so the speed costs no restart of its own. A slow connector's first read at its
- * start can miss the waking message (the walsender has not sent it yet) and then sleeps a whole
- * CAPTURE_SLOW_POLL: in the bench, a hundred wakes in a minute took p50 1.27 s slow. It goes slow
- * again after a window of few messages. Returns whether it is fast now.
- */
-export async function wakeFast(ctx: Pick<AppContext, 'connect' | 'cfg'>, connector: string, templatePoll: string): Promise<boolean> {
-  if (ctx.cfg.CAPTURE_SLOW_POLL <= 0) return false;
-  return applySpeed(ctx, connector, 'fast', templatePoll).catch(() => false);
 }

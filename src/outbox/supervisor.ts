@@ -29,7 +29,7 @@ import type { ConnectorStatus } from '../kafka/index.js';
 import { slotName, templatePollInterval } from './connector.js';
 import { refreshProjectOutbox } from './service.js';
 import { projectsToWake, setCaptureIdle, stopIdleConnector, type IdleProject } from './idle-capture.js';
-import { applySpeed, wakeFast, wantedSpeed, type CaptureSpeed } from './capture-speed.js';
+import { applySpeed, wantedSpeed, type CaptureSpeed } from './capture-speed.js';
 import { hostname } from 'node:os';
 
 type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs' | 'log'>;
@@ -126,19 +126,17 @@ export class ConnectorSupervisor {
       const idle = (await this.#ctx.db.query<IdleProject>(`select project_ref as ref, connector, wake_writes, stopped_at from connector_supervision where state = 'idle'`)).rows;
       if (idle.length === 0) return;
       for (const w of await projectsToWake(this.#ctx, idle)) {
-        // woken by a write: fast, in the same step (capture-speed.ts); a refresh: as it was stopped
-        const fast = w.why === 'write' && (await wakeFast(this.#ctx, w.connector, templatePollInterval()));
         await this.#ctx.connect.setTarget(w.connector, 'resume');
         // a running connector needs no forced statistics flushes (idle-capture.ts, step 4)
         await setCaptureIdle(await this.#ctx.projectDbs.pool(w.ref), false, this.#ctx).catch(() => undefined);
-        // A refresh counts as activity for CAPTURE_REFRESH_RUN only (resumed_at backdated), so the
-        // idle rule stops it again after the short run unless a message arrives meanwhile.
+        // A refresh counts as activity for CAPTURE_REFRESH_RUN only, not a whole CAPTURE_IDLE_AFTER:
+        // resumed_at is set that much in the past, so the usual idle rule stops it again after the
+        // short run (unless a message arrives meanwhile). Run for 10 min every 30 min, a quiet
+        // project would cost a quarter of a running connector.
         const backdate = w.why === 'refresh' ? Math.max(0, this.#ctx.cfg.CAPTURE_IDLE_AFTER - this.#ctx.cfg.CAPTURE_REFRESH_RUN) / 1000 : 0;
         await this.#ctx.db.query(
-          `update connector_supervision set state = 'running', stopped_at = null, resumed_at = now() - make_interval(secs => $2),
-                  capture_speed = case when $3 then 'fast' else capture_speed end, speed_since = case when $3 then now() else speed_since end
-            where project_ref = $1 and state = 'idle'`,
-          [w.ref, backdate, fast],
+          `update connector_supervision set state = 'running', stopped_at = null, resumed_at = now() - make_interval(secs => $2) where project_ref = $1 and state = 'idle'`,
+          [w.ref, backdate],
         );
         this.#log.info({ project: w.ref, connector: w.connector, why: w.why }, w.why === 'write' ? 'database written to: connector resumed' : 'connector resumed for its periodic refresh (CAPTURE_IDLE_REFRESH)');
       }
@@ -279,7 +277,8 @@ export class ConnectorSupervisor {
       stoppedAt = null;
       const idleFor = row.last_activity ? now - row.last_activity.getTime() : 0;
       if (ctx.cfg.CAPTURE_IDLE_AFTER > 0 && restarts === 0 && idleFor >= ctx.cfg.CAPTURE_IDLE_AFTER) {
-        // stopped slow: a refresh resumes it slow, a write wakes it fast (capture-speed.ts)
+        // stopped slow, it resumes slow: a project that wakes now and then never restarts its task
+        // for its speed (capture-speed.ts); the message that wakes it is read at the task's start
         if (speed === 'fast' && ctx.cfg.CAPTURE_SLOW_POLL > 0 && (await applySpeed(ctx, row.connector, 'slow', templatePollInterval()))) {
           [speed, speedSince] = ['slow', new Date(now)];
           await ctx.connect.waitRunning(row.connector, 30_000).catch(() => undefined);
