@@ -179,11 +179,12 @@ const schema = z.object({
   /**
    * A running connector whose project sent at most CAPTURE_SLOW_AT messages in the last
    * CAPTURE_SPEED_WINDOW (and that has run that long) reads its replication stream this often
-   * instead of every 10 ms: a project that sends now and then costs a few ms of Connect CPU a second
-   * instead of ~35-90, its messages wait up to this long to be captured. At CAPTURE_FAST_AT
+   * instead of every 10 ms: a project that sends now and then costs a few ms of CPU a second instead
+   * of ~35-90 of Connect alone, its messages wait up to this long to be captured (500 ms: the
+   * sparse bench's wake p99 ~1.0 s and 3.8 ms/s per project; 1 s: 1.5 s and 2.9 ms/s). At CAPTURE_FAST_AT
    * messages in the window it reads every 10 ms again. 0 keeps every connector fast.
    */
-  CAPTURE_SLOW_POLL: duration.prefault('1s'),
+  CAPTURE_SLOW_POLL: duration.prefault('500ms'),
   CAPTURE_SPEED_WINDOW: duration.prefault('60s'),
   CAPTURE_SLOW_AT: z.coerce.number().int().min(0).max(1_000_000).default(2),
   CAPTURE_FAST_AT: z.coerce.number().int().min(1).max(1_000_000).default(6),
