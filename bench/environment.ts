@@ -13,6 +13,7 @@ import { loadConfig, repoRoot } from '../src/config.js';
 import { stackUp } from '../src/stack/index.js';
 import { ConnectClient, topicNames } from '../src/kafka/index.js';
 import { connectorName, disableOutbox, slotName } from '../src/outbox/index.js';
+import { projectDatabaseName } from '../src/projects/index.js';
 
 export interface Stack {
   adminDatabaseUrl: string;
@@ -238,7 +239,7 @@ export class BenchService {
   /** The database URLs of the projects idleProjects() made. */
   idleProjectUrls(count: number): string[] {
     if (!this.idlePrefix) return [];
-    return Array.from({ length: count }, (_, i) => dbUrl(this.stack, `proj_${`${this.idlePrefix}-${i}`.replace(/-/g, '_')}`));
+    return Array.from({ length: count }, (_, i) => dbUrl(this.stack, projectDatabaseName(`${this.idlePrefix}-${i}`)));
   }
 
   /** The idle projects' connectors by supervised state and speed ("running/slow": 97, …). */

@@ -24,6 +24,8 @@ export interface OutboxEnv {
   outboxTopic: string;
   debeziumDbHost?: string;
   debeziumDbPort?: number;
+  /** CAPTURE_SLOW_POLL in ms: the poll interval of a slow connector, which the refresh keeps (capture-speed.ts) */
+  slowPollMs?: number;
 }
 
 async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
@@ -112,8 +114,9 @@ export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: st
     await env.connect.upsert(name, wanted);
     return { schema, connector: 'recreated' };
   }
-  // poll.interval.ms is the supervisor's (capture-speed.ts): a slow connector stays slow
-  if (current[POLL_KEY] !== undefined) wanted[POLL_KEY] = current[POLL_KEY];
+  // poll.interval.ms is the supervisor's (capture-speed.ts): a slow connector stays slow; any other
+  // value (set by hand, or by an older build) is brought back to the template like every other key
+  if (env.slowPollMs && current[POLL_KEY] === String(env.slowPollMs)) wanted[POLL_KEY] = current[POLL_KEY];
   const keys = (o: Record<string, string>) => Object.keys(o).filter((k) => k !== 'name');
   const same = keys(current).length === keys(wanted).length && keys(wanted).every((k) => current[k] === wanted[k]);
   if (same) return { schema, connector: 'current' };

@@ -11,6 +11,7 @@ export function outboxEnv(ctx: Pick<AppContext, 'connect' | 'cfg' | 'topics'>): 
     outboxTopic: ctx.topics.outbox,
     debeziumDbHost: ctx.cfg.DEBEZIUM_DATABASE_HOST,
     debeziumDbPort: ctx.cfg.DEBEZIUM_DATABASE_PORT,
+    slowPollMs: ctx.cfg.CAPTURE_SLOW_POLL,
   };
 }
 

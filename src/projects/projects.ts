@@ -78,6 +78,9 @@ async function createDatabase(adminUrl: string, name: string): Promise<string> {
   return u.toString();
 }
 
+/** The database the service makes for a project it manages (one per project, on the stack's cluster). */
+export const projectDatabaseName = (ref: string): string => `proj_${ref.replace(/-/g, '_')}`;
+
 export async function createProject(
   ctx: Ctx,
   input: { ref: string; plan: Plan; ownerEmail: string; databaseUrl?: string; siteUrl?: string; redirectUrls?: string[] },
@@ -86,7 +89,7 @@ export async function createProject(
   const exists = await ctx.db.query('select 1 from projects where ref = $1', [input.ref]);
   if (exists.rowCount) throw new ApiError('project_exists');
   const ownerId = await ensureOwner(ctx, input.ownerEmail);
-  const databaseUrl = input.databaseUrl ?? (await createDatabase(ctx.adminDatabaseUrl, `proj_${input.ref.replace(/-/g, '_')}`));
+  const databaseUrl = input.databaseUrl ?? (await createDatabase(ctx.adminDatabaseUrl, projectDatabaseName(input.ref)));
   const key = await newSigningKey();
   const anonKey = randomToken('anon_', 24);
   await ctx.db.query(

@@ -10,7 +10,7 @@ import { buildServer } from '../../src/http/server.js';
 import { accessVerifiers, registerRoutes } from '../../src/routes.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { startWorkers, type Worker } from '../../src/delivery/index.js';
-import { createProject, issueOwnerToken, type Plan } from '../../src/projects/projects.js';
+import { createProject, issueOwnerToken, projectDatabaseName, type Plan } from '../../src/projects/projects.js';
 import { createDatabase, dbUrl, dropDatabase, stack, uniqueName } from './env.js';
 
 export interface TestProject {
@@ -117,7 +117,7 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
         // said, not swallowed: a connector left behind keeps its slot, and the slot its database
         await disableProjectOutbox(ctx, r.ref).catch((err) => console.warn(`test cleanup: the outbox of ${r.ref} could not be removed (${(err as Error).message}); its connector, slot and database are left`));
       }
-      const projects = (await ctx.db.query('select ref from projects where managed_database')).rows.map((r) => `proj_${String(r.ref).replace(/-/g, '_')}`);
+      const projects = (await ctx.db.query('select ref from projects where managed_database')).rows.map((r) => projectDatabaseName(String(r.ref)));
       await deleteKafkaState(ctx, cfg.TOPIC_PREFIX);
       await closeContext(ctx);
       for (const db of projects) await dropDatabase(db).catch(() => {});

@@ -52,7 +52,7 @@ describe('refreshing an enabled outbox', () => {
 
   it('re-applies the template to a connector registered with other settings, and re-installs an older schema', async () => {
     const wanted = renderConnectorConfig({ ref, databaseUrl: dbUrl, topic }, prefix);
-    await env.connect.upsert(name(), { ...wanted, 'heartbeat.interval.ms': '777' });
+    await env.connect.upsert(name(), { ...wanted, 'heartbeat.interval.ms': '777', 'poll.interval.ms': '777' });
     const c = new pg.Client({ connectionString: dbUrl });
     await c.connect();
     await c.query(`comment on schema base is 'integrations base schema 0000000000000000'`);
@@ -60,6 +60,8 @@ describe('refreshing an enabled outbox', () => {
 
     expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'reinstalled', connector: 'updated' });
     expect((await env.connect.config(name()))!['heartbeat.interval.ms']).toBe(wanted['heartbeat.interval.ms']);
+    // a poll interval neither speed has is the template's again
+    expect((await env.connect.config(name()))!['poll.interval.ms']).toBe(wanted['poll.interval.ms']);
     expect(wanted['heartbeat.interval.ms']).not.toBe('777');
     expect(await schemaComment()).toBe(baseSchemaVersion);
     await env.connect.waitRunning(name());

@@ -61,4 +61,19 @@ describe('rate limits of the public auth endpoints', () => {
     expect(r.status).toBe(429);
     expect(r.body.code).toBe('rate_limited');
   });
+
+  it('counts requests with a wrong API key too: the limit comes before the key check, so a flood of bad keys is limited', async () => {
+    const limited = await startTestService({ env: { AUTH_RATE_LIMIT_TOKEN: '3/1m' } });
+    try {
+      const p = await limited.project('enterprise');
+      const refresh = (apikey: string) => authCall(p, 'POST', '/token?grant_type=refresh_token', { refresh_token: 'not-a-real-token-0123456789' }, { apikey });
+      for (let i = 0; i < 3; i++) expect((await refresh('anon_not-this-projects-key')).body.code).toBe('invalid_api_key');
+      // the right key now finds the client's allowance spent by the wrong ones
+      const r = await refresh(p.anonKey);
+      expect(r.status).toBe(429);
+      expect(r.body.code).toBe('rate_limited');
+    } finally {
+      await limited.stop();
+    }
+  });
 });
