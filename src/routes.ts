@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from './context.js';
 import { ownerVerifiers, registerHealth, registerDashboard, type ServerOptions } from './http/index.js';
-import { registerManagement, registerDeliveries, registerDeliveryRetry } from './management/index.js';
+import { registerManagement, registerDeliveries, registerDeliveryRetry, registerOrdering } from './management/index.js';
 import { registerSso, ssoAccessVerifiers } from './sso/index.js';
 import { devMailSinkEnabled, registerDevMail } from './email/index.js';
 
@@ -21,6 +21,7 @@ export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Pro
   await app.register(async (scope) => registerSso(scope, ctx));
   await app.register(async (scope) => registerDeliveries(scope, ctx));
   await app.register(async (scope) => registerDeliveryRetry(scope, ctx));
+  await app.register(async (scope) => registerOrdering(scope, ctx));
   await app.register(async (scope) => registerDashboard(scope, ctx));
   if (devMailSinkEnabled(ctx.cfg)) await app.register(async (scope) => registerDevMail(scope, ctx));
 }

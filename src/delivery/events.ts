@@ -22,6 +22,9 @@ export interface DeliveryQueued {
   /** epoch microseconds */
   message_created_at: number;
   queued_at: number;
+  /** v2: the ordering key and seq of an ordered message (docs/delivery.md, "Ordered delivery"); null otherwise */
+  ordering_key?: string | null;
+  seq?: number | null;
 }
 
 export interface DeliveryAttempted {
@@ -47,6 +50,9 @@ export interface DeliveryAttempted {
   started_at: number;
   finished_at: number;
   duration_ms: number;
+  /** v2: as in DeliveryQueued */
+  ordering_key?: string | null;
+  seq?: number | null;
 }
 
 /** A call of the delivery's callback function (src/delivery/callbacks/). */

@@ -9,3 +9,4 @@ export { replayDeliveries, type ReplayStatus } from './recovery/replay.js';
 // the Standard Webhooks key formats, so the API issues keys in the spelling the dispatcher signs with
 export { newEd25519Key, publicKeyOf, PUBLIC_KEY_PREFIX, SECRET_KEY_PREFIX } from './channels/signature.js';
 export { endpointViews, healthyCircuit, replayOffer, resetWebhookCircuit, type CircuitView } from './endpoints/view.js';
+export { listBlockedKeys, skipHead, type BlockedKey } from './ordering/owner.js';

@@ -18,7 +18,8 @@
 //   released            set by the releaser on a record it puts back: 'probe' (the one attempt of a
 //                       half-open circuit), 'paced' (released after the circuit closed or within the
 //                       rate limit) or 'give_up' (the endpoint was given up on: end dead, no request;
-//                       'expire', its name before, is read as 'give_up')
+//                       'expire', its name before, is read as 'give_up'); or by ordered delivery:
+//                       'next' (the next message of its key, taken from ordering_queue: ordering/)
 // Records without run/attempt/first-created-at/due-at (everything Debezium writes) mean run 1,
 // attempt 1, created_at from the payload, due now. The value bytes are never re-encoded when a
 // message is republished, so what is on the retry and dead topics is exactly what SQL enqueued.
@@ -74,7 +75,17 @@ export interface WebhookPayload {
   payload: WebhookEventPayload;
 }
 
-export type Payload = HttpPayload | EmailPayload | WebhookPayload;
+/**
+ * Added by the project database to an ordered message (docs/delivery.md, "Ordered delivery"):
+ * `ordering_key` is `row:<webhook id>:<primary key as JSON array>` (a webhook with ordering "row")
+ * or `key:<key>` (base.http_request's ordering_key); `seq` is its place in the key, commit order.
+ */
+export interface OrderedFields {
+  ordering_key?: string;
+  seq?: number;
+}
+
+export type Payload = (HttpPayload | EmailPayload | WebhookPayload) & OrderedFields;
 
 export interface OutboxMessage {
   id: string;
@@ -93,12 +104,15 @@ export interface OutboxMessage {
   heldMs?: number;
   /** how the releaser put this record back (header released), if it did */
   released?: Released;
+  /** ordered delivery: the message's key and place in it (payload ordering_key / seq); absent: unordered */
+  orderingKey?: string;
+  seq?: number;
   /** the record's value exactly as it arrived; republish this, never a re-serialisation */
   rawValue: Buffer;
 }
 
-export type Released = 'probe' | 'paced' | 'give_up';
-const RELEASED: readonly string[] = ['probe', 'paced', 'give_up'];
+export type Released = 'probe' | 'paced' | 'give_up' | 'next';
+const RELEASED: readonly string[] = ['probe', 'paced', 'give_up', 'next'];
 /** a record put back by an older build still on a topic */
 const releasedOf = (h: string | undefined): Released | undefined => (h === 'expire' ? 'give_up' : (RELEASED.find((r) => r === h) as Released | undefined));
 
@@ -147,14 +161,22 @@ export function decodeMessage(record: Pick<KafkaMessage, 'headers' | 'value' | '
     runStartedAt: Number(header(record.headers, 'run-started-at')) || undefined,
     heldMs: Number(header(record.headers, 'held-ms')) || undefined,
     released: releasedOf(header(record.headers, 'released')),
+    ...orderingOf(payload),
     rawValue: record.value,
   };
+}
+
+function orderingOf(p: Payload): Pick<OutboxMessage, 'orderingKey' | 'seq'> {
+  if (typeof p.ordering_key !== 'string' || p.ordering_key === '') return {};
+  if (!Number.isSafeInteger(p.seq)) throw new MalformedMessageError('ordered message without a seq');
+  return { orderingKey: p.ordering_key, seq: p.seq };
 }
 
 /**
  * The Kafka message that carries `msg` to another topic (retry step, dead topic, or the outbox
  * topic again for a manual retry) with the envelope changed as given. Keyed by message id, so all
- * records of one message stay in one partition of each topic.
+ * records of one message stay in one partition of each topic; an ordered message by its ordering
+ * key, as Debezium keyed it, so it meets the other messages of its key in one partition.
  */
 export function encodeMessage(
   msg: OutboxMessage,
@@ -163,7 +185,7 @@ export function encodeMessage(
 ): { key: string; value: Buffer; headers: Record<string, string> } {
   const sameRun = (next.run ?? msg.run) === msg.run;
   return {
-    key: msg.id,
+    key: msg.orderingKey ?? msg.id,
     value: msg.rawValue,
     headers: {
       id: msg.id,

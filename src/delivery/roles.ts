@@ -18,6 +18,7 @@ import { logFatal, type OnFatal, type Worker } from './worker.js';
 import { EndpointHealth } from './endpoints/health.js';
 import { EndpointGate } from './endpoints/gate.js';
 import { startReleaser } from './endpoints/releaser.js';
+import { OrderingStore, startOrderingSweeper } from './ordering/keys.js';
 
 
 /** Everything an attempt needs, shared by the main dispatcher and the retry consumer. */
@@ -26,9 +27,11 @@ export function createPipeline(ctx: AppContext, ladder: RetryLadder, health?: En
   const http = createGuardedAgent({ allow: makeAllowList(ctx.cfg.OUTBOUND_ALLOW_CIDRS), keepAliveTimeout: 4_000 });
   const recorder = new OutcomeRecorder(ctx);
   const gate = health ? new EndpointGate(ctx, health) : undefined;
-  const pipeline = new AttemptPipeline({ ctx, directory: new DeliveryDirectory(ctx), http, recorder, ladder, gate });
+  const ordering = new OrderingStore(ctx);
+  const pipeline = new AttemptPipeline({ ctx, directory: new DeliveryDirectory(ctx), http, recorder, ladder, gate, ordering });
   return {
     pipeline,
+    ordering,
     async close() {
       await recorder.close();
       // close() waits for requests in flight, and an attempt the drain cut off may hang for its
@@ -47,7 +50,8 @@ export async function startWorkers(ctx: AppContext, roles: string[], onFatal: On
     const health = new EndpointHealth(ctx);
     health.start();
     const releaser = startReleaser(ctx, health);
-    const { pipeline, close } = createPipeline(ctx, new KafkaRetryLadder(ctx), health);
+    const { pipeline, ordering, close } = createPipeline(ctx, new KafkaRetryLadder(ctx), health);
+    const sweeper = startOrderingSweeper(ordering, ctx.log);
     const retries = await startRetryConsumer(ctx, pipeline, onFatal);
     // callbacks react to the final outcomes both consumers record
     const callbacks = await startCallbacks(ctx, onFatal);
@@ -60,6 +64,7 @@ export async function startWorkers(ctx: AppContext, roles: string[], onFatal: On
       concurrency: ctx.cfg.DISPATCH_CONCURRENCY,
       commitIntervalMs: ctx.cfg.DISPATCH_COMMIT_INTERVAL,
       onFatal,
+      heads: (msgs) => ordering.heads(msgs),
     });
     const housekeeping = startHousekeeping(ctx);
     // one process of those with this role restarts failed connectors (advisory lock; supervisor.ts)
@@ -68,6 +73,7 @@ export async function startWorkers(ctx: AppContext, roles: string[], onFatal: On
       name: 'dispatcher',
       async stop() {
         await releaser.stop();
+        sweeper.stop();
         await Promise.all([consumer, retries, callbacks, housekeeping, supervisor].map((w) => w.stop()));
         await health.stop();
         await close();

@@ -99,6 +99,31 @@ export const endpointReleases = new Counter({
   registers: [registry],
 });
 
+export const orderingBlockedKeys = new Gauge({
+  name: 'integrations_ordering_blocked_keys',
+  help: 'Ordering keys whose head message waits (retry ladder, endpoint hold) with later messages possibly queued behind it, as of this process\'s last reading',
+  registers: [registry],
+});
+
+export const orderingQueuedMessages = new Gauge({
+  name: 'integrations_ordering_queued_messages',
+  help: 'Messages waiting behind the head of their ordering key, as of this process\'s last reading',
+  registers: [registry],
+});
+
+export const orderingParks = new Counter({
+  name: 'integrations_ordering_parks_total',
+  help: 'Messages this process queued behind the head of their ordering key instead of attempting them',
+  registers: [registry],
+});
+
+export const orderingAdvances = new Counter({
+  name: 'integrations_ordering_advances_total',
+  help: 'Heads of ordering keys that reached a final outcome, by what followed: next (a queued message went out) or drained (the key flows again)',
+  labelNames: ['result'] as const,
+  registers: [registry],
+});
+
 export interface MetricsServer {
   port: number;
   close(): Promise<void>;

@@ -20,7 +20,7 @@ const delivery = {
   type: 'object',
   required: [
     'id', 'kind', 'status', 'target', 'method', 'webhook_id', 'run', 'attempts', 'total_attempts', 'last_http_status', 'last_smtp_code', 'last_error',
-    'next_attempt_at', 'delivered_at', 'created_at', 'updated_at', 'callback',
+    'next_attempt_at', 'delivered_at', 'created_at', 'updated_at', 'callback', 'ordering_key', 'seq', 'waiting_for',
   ],
   properties: {
     id: { ...uuid, description: 'the message id = webhook-id' },
@@ -43,6 +43,14 @@ const delivery = {
       type: ['object', 'null'],
       required: ['function', 'status', 'error', 'attempts'],
       properties: { function: { type: 'string' }, status: nullable('string'), error: nullable('string'), attempts: { type: 'integer' } },
+    },
+    ordering_key: nullable('string', { description: 'ordered delivery: row:<webhook id>:<primary key> or key:<ordering_key>; null: unordered' }),
+    seq: nullable('integer', { description: "the message's place in its ordering key (commit order)" }),
+    waiting_for: {
+      type: ['object', 'null'],
+      description: 'set while the message waits behind the head of its ordering key (GET .../outbox/blocked-keys)',
+      required: ['message_id', 'since'],
+      properties: { message_id: { type: 'string' }, since: { type: 'string', format: 'date-time', description: 'the key is blocked since' } },
     },
   },
 } as const;
@@ -83,6 +91,7 @@ function present(row: DeliveryRow) {
   const { cursor_at: _c, message_created_at, callback_function, callback_status, callback_error, callback_attempts, last_response_body, ...rest } = row;
   return {
     ...rest,
+    seq: rest.seq === null ? null : Number(rest.seq),
     created_at: message_created_at,
     callback: callback_function ? { function: callback_function, status: callback_status, error: callback_error, attempts: callback_attempts } : null,
     ...(last_response_body !== undefined ? { last_response_body } : {}),

@@ -33,6 +33,9 @@ export interface DeliveryRow {
   updated_at: Date;
   /** created_at as ISO text at microsecond precision: the sort key a page ends at */
   cursor_at: string;
+  ordering_key: string | null;
+  seq: string | null;
+  waiting_for: { message_id: string; since: string } | null;
   last_response_body?: string | null;
 }
 
@@ -64,7 +67,11 @@ export interface DeliveryFilter {
 
 const COLUMNS = `id, kind, status, target, method, webhook_id, run, attempts, total_attempts, last_http_status, last_smtp_code, last_error,
   callback_function, callback_status, callback_error, callback_attempts, message_created_at, next_attempt_at, delivered_at, updated_at,
-  to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at`;
+  to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at, ordering_key, seq,
+  -- queued behind its ordering key's head: which one, and since when the key is blocked
+  (select jsonb_build_object('message_id', h.message_id, 'since', to_char(h.since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
+     from ordering_queue q join ordering_heads h using (project_ref, ordering_key)
+    where q.project_ref = deliveries.project_ref and q.message_id = deliveries.id limit 1) as waiting_for`;
 
 /**
  * The project's deliveries matching `f`, newest first (created_at, then id), `limit` of them from

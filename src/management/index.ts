@@ -3,3 +3,4 @@
 export { registerManagement } from './routes.js';
 export { registerDeliveries } from './deliveries.js';
 export { registerDeliveryRetry } from './delivery-retry.js';
+export { registerOrdering } from './ordering.js';

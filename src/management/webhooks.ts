@@ -8,7 +8,7 @@ import type { AppContext } from '../context.js';
 import { withTransaction } from '../db/index.js';
 import { makeAllowList } from '../outbound/index.js';
 import { ApiError } from '../errors.js';
-import { ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger } from '../outbox/index.js';
+import { ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger, primaryKeyColumns, type WebhookOrdering } from '../outbox/index.js';
 import { recordAudit } from '../projects/index.js';
 import { missingColumns, tableExists, withProjectDb } from './project-db.js';
 import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp, uuid } from '../http/index.js';
@@ -51,6 +51,12 @@ const fields = {
     maximum: 10_000,
     description: 'at most this many requests per second to the URL, across all dispatcher processes; messages beyond it wait (no attempt spent). null: no limit',
   },
+  ordering: {
+    type: 'string',
+    enum: ['none', 'row'],
+    description:
+      'row: the changes of one row (its primary key; the old key for a key change) are delivered one after the other in commit order, each after the previous one has a final outcome; other rows never wait. none: every change is sent as soon as it is read. Default: row when the table has a primary key, else none; row on a table without one is refused (docs/delivery.md, Ordered delivery)',
+  },
   signature_scheme: {
     type: 'string',
     enum: ['v1', 'v1a'],
@@ -92,7 +98,7 @@ const record = {
   // Every field but replay_offer (and signing_secret, in withSecret) is always there, but only those
   // before replay_offer are listed: fast-json-stringify writes required fields first, so listing a
   // later one would move replay_offer behind it and change the order of the answer's fields.
-  required: ['id', 'name', 'table', 'events', 'update_columns', 'url', 'headers', 'timeout_ms', 'enabled', 'rate_limit', 'disabled_reason', 'disabled_at', 'disabled_failing_since', 'circuit'],
+  required: ['id', 'name', 'table', 'events', 'update_columns', 'url', 'headers', 'timeout_ms', 'enabled', 'rate_limit', 'ordering', 'disabled_reason', 'disabled_at', 'disabled_failing_since', 'circuit'],
   properties: {
     id: uuid,
     name: { type: 'string' },
@@ -104,6 +110,7 @@ const record = {
     timeout_ms: { type: 'integer' },
     enabled: { type: 'boolean' },
     rate_limit: { type: ['integer', 'null'] },
+    ordering: { type: 'string', enum: ['none', 'row'] },
     disabled_reason: { type: ['string', 'null'], description: "'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise" },
     disabled_at: { type: ['string', 'null'], format: 'date-time' },
     disabled_failing_since: { type: ['string', 'null'], format: 'date-time', description: 'when disabled by the service: since when its endpoint had been failing' },
@@ -149,6 +156,7 @@ interface Body {
   timeout_ms?: number;
   enabled?: boolean;
   rate_limit?: number | null;
+  ordering?: WebhookOrdering;
   signature_scheme?: SignatureScheme;
   rotate_secret?: boolean;
 }
@@ -213,6 +221,8 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         timeout_ms: b.timeout_ms ?? ctx.cfg.WEBHOOK_TIMEOUT_DEFAULT_MS,
         enabled: b.enabled ?? true,
         rate_limit: b.rate_limit ?? null,
+        // row by default wherever it can hold (a primary key); explicit row without one is refused at install
+        ordering: b.ordering ?? ((await withProjectDb(ctx, refName, (c) => primaryKeyColumns(c, v.target!.schema, v.target!.table))).length ? 'row' : 'none'),
       };
       await vetUpdateColumns(refName, f, true);
       await ensureOutboxEnabled(ctx, refName);
@@ -223,10 +233,10 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           action: 'webhook.create',
           resourceType: 'webhook',
           resourceId: id,
-          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled, rate_limit: f.rate_limit, signature_scheme: b.signature_scheme ?? 'v1' },
+          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled, rate_limit: f.rate_limit, ordering: f.ordering, signature_scheme: b.signature_scheme ?? 'v1' },
         });
         // Last, so a failure here rolls the webhook back; the trigger commits in its own database.
-        if (f.enabled) await withProjectDb(ctx, refName, (pc) => installWebhookTrigger(pc, { id, schema: f.schema, table: f.table, events: f.events, updateColumns: f.update_columns }));
+        if (f.enabled) await withProjectDb(ctx, refName, (pc) => installWebhookTrigger(pc, { id, schema: f.schema, table: f.table, events: f.events, updateColumns: f.update_columns, ordering: f.ordering }));
         return s;
       });
       const row = await getWebhook(ctx.db, refName, id);
@@ -273,7 +283,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
       const b = req.body;
       const v = await vet(refName, b);
       let reenabled: Date | null = null;
-      const touchesTrigger = b.table !== undefined || b.events !== undefined || b.enabled !== undefined || b.update_columns !== undefined;
+      const touchesTrigger = b.table !== undefined || b.events !== undefined || b.enabled !== undefined || b.update_columns !== undefined || b.ordering !== undefined;
       if (touchesTrigger) await ensureOutboxEnabled(ctx, refName);
       const secret = await withTransaction(ctx.db, async (c) => {
         const cur = await getWebhook(c, refName, id, true);
@@ -289,6 +299,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           timeout_ms: b.timeout_ms ?? cur.timeout_ms,
           enabled: b.enabled ?? cur.enabled,
           rate_limit: b.rate_limit !== undefined ? b.rate_limit : cur.rate_limit,
+          ordering: b.ordering ?? cur.ordering,
         };
         const before: WebhookFields = { ...cur, schema: cur.schema_name, table: cur.table_name };
         const changed = (Object.keys(next) as (keyof WebhookFields)[]).filter((k) => canonical(next[k]) !== canonical(before[k]));
@@ -308,10 +319,10 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         if (rotate) {
           await recordAudit(c, req, refName, { action: 'webhook.rotate_secret', resourceType: 'webhook', resourceId: id, details: { grace_ms: ctx.cfg.SIGNING_SECRET_GRACE, signature_scheme: scheme } });
         }
-        if (changed.some((k) => k === 'schema' || k === 'table' || k === 'events' || k === 'enabled' || k === 'update_columns')) {
+        if (changed.some((k) => k === 'schema' || k === 'table' || k === 'events' || k === 'enabled' || k === 'update_columns' || k === 'ordering')) {
           await withProjectDb(ctx, refName, async (pc) => {
             await dropWebhookTrigger(pc, { id, schema: cur.schema_name, table: cur.table_name });
-            if (next.enabled) await installWebhookTrigger(pc, { id, schema: next.schema, table: next.table, events: next.events, updateColumns: next.update_columns });
+            if (next.enabled) await installWebhookTrigger(pc, { id, schema: next.schema, table: next.table, events: next.events, updateColumns: next.update_columns, ordering: next.ordering });
           });
         }
         return s;

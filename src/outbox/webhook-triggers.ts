@@ -19,7 +19,11 @@ export interface WebhookTriggerSpec {
   events: ('INSERT' | 'UPDATE' | 'DELETE')[];
   /** null or absent: every UPDATE fires; else only an UPDATE that changes one of these columns */
   updateColumns?: string[] | null;
+  /** 'row': messages keyed by the row's primary key, delivered in commit order per row (docs/delivery.md) */
+  ordering?: WebhookOrdering;
 }
+
+export type WebhookOrdering = 'none' | 'row';
 
 export const triggerName = (webhookId: string) => `webhook_${webhookId.replace(/-/g, '')}`;
 /** The UPDATE trigger of a webhook with a column filter. */
@@ -29,15 +33,38 @@ export async function installWebhookTrigger(c: pg.ClientBase, w: WebhookTriggerS
   const table = `${pg.escapeIdentifier(w.schema)}.${pg.escapeIdentifier(w.table)}`;
   const filtered = w.events.includes('UPDATE') && !!w.updateColumns?.length;
   const plain = [...new Set(w.events)].filter((e) => !(filtered && e === 'UPDATE')).sort();
-  const call = `for each row execute function base.webhook_trigger(${pg.escapeLiteral(w.id)})`;
+  // per-row ordering: the primary key's columns as they are now go to the trigger as arguments
+  // (a later change of the primary key needs a re-install: any PATCH of the webhook's ordering or table)
+  const keyColumns = w.ordering === 'row' ? await primaryKeyColumns(c, w.schema, w.table) : [];
+  if (w.ordering === 'row' && keyColumns.length === 0) {
+    throw new ApiError('ordering_needs_primary_key', `ordering "row" needs a primary key, and ${w.schema}.${w.table} has none: add one, or use ordering "none".`);
+  }
+  const args = [w.id, ...(keyColumns.length ? ['row', ...keyColumns] : [])].map((a) => pg.escapeLiteral(a)).join(', ');
+  const call = `for each row execute function base.webhook_trigger(${args})`;
   // drop + create rather than "create or replace" so a change of events is applied on any version
   await c.query(`drop trigger if exists ${pg.escapeIdentifier(triggerName(w.id))} on ${table}`);
   await c.query(`drop trigger if exists ${pg.escapeIdentifier(updateTriggerName(w.id))} on ${table}`);
   if (plain.length) await c.query(`create trigger ${pg.escapeIdentifier(triggerName(w.id))} after ${plain.join(' or ')} on ${table} ${call}`);
   if (filtered) {
     const when = await changedCondition(c, w.schema, w.table, w.updateColumns!);
-    await c.query(`create trigger ${pg.escapeIdentifier(updateTriggerName(w.id))} after update on ${table} for each row when (${when}) execute function base.webhook_trigger(${pg.escapeLiteral(w.id)})`);
+    await c.query(`create trigger ${pg.escapeIdentifier(updateTriggerName(w.id))} after update on ${table} for each row when (${when}) execute function base.webhook_trigger(${args})`);
   }
+}
+
+/** The table's primary-key columns in key order (empty: no primary key). */
+export async function primaryKeyColumns(c: pg.ClientBase, schema: string, table: string): Promise<string[]> {
+  const r = await c.query<{ attname: string }>(
+    `select a.attname
+       from pg_index i
+       join pg_class t on t.oid = i.indrelid
+       join pg_namespace n on n.oid = t.relnamespace
+       cross join lateral unnest(i.indkey) with ordinality as k(attnum, pos)
+       join pg_attribute a on a.attrelid = t.oid and a.attnum = k.attnum
+      where n.nspname = $1 and t.relname = $2 and i.indisprimary
+      order by k.pos`,
+    [schema, table],
+  );
+  return r.rows.map((x) => x.attname);
 }
 
 /**

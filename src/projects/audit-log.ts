@@ -25,6 +25,7 @@ export type AuditAction =
   | 'smtp.delete'
   | 'delivery.retry'
   | 'outbox.replay'
+  | 'outbox.skip_head'
   | 'outbox.recapture'
   | 'sso_provider.create'
   | 'sso_provider.update'

@@ -9,6 +9,10 @@
 //   3. a failed outcome goes to ladder.onFailed, a dead one to ladder.onDead (the seam to the retry ladder, docs/delivery.md)
 //   4. DeliveryAttempted is published and the ledger row written (OutcomeRecorder)
 // Only when process() resolves may the dispatcher commit the record's offset.
+//
+// An ordered message (ordering/keys.ts) first meets its key: queued behind the key's head when it
+// has one ('parked', nothing attempted), made the head before it goes up the retry ladder or is
+// held, and, once it has a final outcome as a head, followed by the next queued message.
 import type { Dispatcher } from 'undici';
 import type { AppContext } from '../../context.js';
 import { channels } from '../channels/registry.js';
@@ -22,6 +26,7 @@ import type { OutcomeRecorder } from './recorder.js';
 import type { EndpointGate } from '../endpoints/gate.js';
 import { endpointOf } from '../endpoints/keys.js';
 import { deliveryAttempts, deliveryAttemptSeconds, deliveryLatencySeconds } from '../../lib/metrics.js';
+import { isFresh, isOrdered, type Head, type OrderingStore } from '../ordering/keys.js';
 
 /** How long a first attempt runs before its delivery is shown as `pending`. */
 export const PENDING_AFTER_MS = 1000;
@@ -34,10 +39,25 @@ export interface PipelineDeps {
   ladder: RetryLadder;
   /** circuit breaker, rate limit and hold per endpoint (endpoints/); absent: every message is attempted */
   gate?: EndpointGate;
+  /** ordered delivery (ordering/keys.ts); absent: ordering keys are ignored */
+  ordering?: OrderingStore;
 }
 
-/** 'held': the message was taken off the topic for its endpoint (no attempt, nothing recorded). */
-export type ProcessResult = 'recorded' | 'held';
+/**
+ * 'held': the message was taken off the topic for its endpoint; 'parked': queued behind the head of
+ * its ordering key. Neither made an attempt or recorded anything; the same record comes back later.
+ */
+export type ProcessResult = 'recorded' | 'held' | 'parked';
+
+/**
+ * What the dispatch consumer knows of an ordered message's key: `head` as read for its batch (null:
+ * no head), valid only when `chained` is false (no earlier message of the key ran in this process
+ * since the read, which could have blocked it).
+ */
+export interface OrderingHint {
+  head: Head | null;
+  chained: boolean;
+}
 
 export class AttemptPipeline {
   readonly #channelDeps: ChannelDeps;
@@ -46,8 +66,24 @@ export class AttemptPipeline {
     this.#channelDeps = { ctx: deps.ctx, directory: deps.directory, http: deps.http };
   }
 
-  async process(msg: OutboxMessage): Promise<ProcessResult> {
-    const { ctx, recorder, ladder, gate, directory } = this.deps;
+  async process(msg: OutboxMessage, hint?: OrderingHint): Promise<ProcessResult> {
+    const { ctx, recorder, ladder, gate, directory, ordering } = this.deps;
+    const ordered = ordering && isOrdered(msg) ? msg : null;
+    // a head's final outcome lets the next message of its key go (advance, below)
+    let head = false;
+    if (ordered) {
+      if (!isFresh(ordered)) head = true;
+      else if (hint && !hint.chained && hint.head === null) head = false;
+      else if (hint && !hint.chained && hint.head?.messageId === ordered.id) head = true;
+      else {
+        const r = await ordering!.park(ordered);
+        if (r === 'parked') {
+          await this.#publishQueued(msg, Date.now());
+          return 'parked';
+        }
+        head = r === 'head';
+      }
+    }
     const channel = channels[msg.kind];
     const createdAt = isoToMicros(msg.firstCreatedAt) ?? Date.now() * 1000;
     const target = await channel.describe(msg, this.#channelDeps).catch((): DeliveryTarget => ({ target: '(unknown)', method: null, webhookId: null }));
@@ -61,6 +97,8 @@ export class AttemptPipeline {
       method: target.method,
       callback_function: callbackOf(msg),
       message_created_at: createdAt,
+      ordering_key: msg.orderingKey ?? null,
+      seq: msg.seq ?? null,
     };
     const startedAt = Date.now();
     const pending =
@@ -82,6 +120,8 @@ export class AttemptPipeline {
         const admission = gate && endpoint ? await gate.admit(msg, endpoint, webhook, endpoint.webhookId ? fresh : undefined) : { kind: 'send' as const };
         if (admission.kind === 'hold') {
           clearTimeout(pending);
+          // the key waits for this message while it is held (before the hold: never open with it away)
+          if (ordered) await ordering!.block(ordered, 'held');
           await gate!.hold(msg, endpoint!, admission.reason);
           // a message held before its first attempt is listed as pending, like one waiting to be sent
           // (best effort: the message is held, so failing here must not make it an attempt too)
@@ -114,8 +154,14 @@ export class AttemptPipeline {
     if (msg.attempt === 1 && msg.run === 1) deliveryLatencySeconds.observe({ kind: msg.kind }, Math.max(0, finishedAt - createdAt / 1000) / 1000);
 
     let decision: LadderDecision | { final: true; status: 'delivered' };
-    if (outcome.outcome === 'failed') decision = await ladder.onFailed(msg, outcome);
-    else {
+    if (outcome.outcome === 'failed') {
+      // the key waits for this message while it is on the ladder (before its retry record exists)
+      if (ordered) {
+        await ordering!.block(ordered, 'retry');
+        head = true;
+      }
+      decision = await ladder.onFailed(msg, outcome);
+    } else {
       if (outcome.outcome === 'dead') await ladder.onDead(msg, outcome);
       decision = { final: true, status: outcome.outcome };
     }
@@ -148,6 +194,29 @@ export class AttemptPipeline {
       { message: msg.id, project: msg.project, kind: msg.kind, run: msg.run, attempt: msg.attempt, outcome: outcome.outcome, status: outcome.httpStatus, error: outcome.error, ms: event.duration_ms },
       'delivery attempt recorded',
     );
+    // after the outcome is recorded: a crash before this leaves the head for the sweep to advance
+    if (ordered && head && decision.final) await ordering!.advance(ordered.project, ordered.orderingKey, ordered.id);
     return 'recorded';
+  }
+
+  /** DeliveryQueued for a message that waits before its first attempt (best effort: it waits either way). */
+  async #publishQueued(msg: OutboxMessage, at: number): Promise<void> {
+    const { ctx, recorder } = this.deps;
+    const target = await channels[msg.kind].describe(msg, this.#channelDeps).catch((): DeliveryTarget => ({ target: '(unknown)', method: null, webhookId: null }));
+    const data = {
+      message_id: msg.id,
+      project: msg.project,
+      kind: msg.kind,
+      run: msg.run,
+      webhook_id: target.webhookId,
+      target: target.target,
+      method: target.method,
+      callback_function: callbackOf(msg),
+      message_created_at: isoToMicros(msg.firstCreatedAt) ?? Date.now() * 1000,
+      queued_at: at,
+      ordering_key: msg.orderingKey ?? null,
+      seq: msg.seq ?? null,
+    };
+    await recorder.record([encodeEvent({ type: 'DeliveryQueued', data })]).catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state of a queued message failed'));
   }
 }

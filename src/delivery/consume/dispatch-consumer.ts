@@ -11,6 +11,13 @@
 //
 // The same consumer runs the retry topics (retry-consumer.ts) with `untilDue`, which pauses a partition
 // until its head record is due.
+//
+// Ordered messages (ordering/keys.ts) of one key run one after the other: a lane per key chains each
+// attempt on the previous one of its key. A lane holds one slot of DISPATCH_CONCURRENCY for as long
+// as it has messages (handed from one to the next), so a burst of changes to one row waits in
+// memory (bounded by INFLIGHT_BYTES) without taking the slots every other key needs. Lanes outlive
+// a rebalance of this process: a record fetched again while the previous one of its key is still
+// running here waits for it.
 import DataLoader from 'dataloader';
 import { groupTimeouts, subscribeAll } from '../../kafka/index.js';
 import type { Consumer, EachBatchPayload } from 'kafkajs';
@@ -20,6 +27,7 @@ import { attemptKey, decodeMessage, MalformedMessageError, type OutboxMessage } 
 import { Limiter, PartitionTracker, RecentKeys } from './offsets.js';
 import type { AttemptPipeline } from '../attempt/pipeline.js';
 import { alreadyRecorded } from '../ledger.js';
+import { isFresh, isOrdered, laneOf, type Head, type OrderedMessage } from '../ordering/keys.js';
 import type { Worker } from '../worker.js';
 
 const INFLIGHT_BYTES = 16 * 1024 * 1024;
@@ -41,6 +49,8 @@ export interface DispatchConsumerOptions {
   untilDue?: (consumer: Consumer, topic: string, partition: number, msg: OutboxMessage) => boolean;
   /** the consumer crashed for good (worker.ts) */
   onFatal?: OnFatal;
+  /** the heads of ordering keys, read once per fetch like the ledger (ordering/keys.ts); absent: keys are not read ahead */
+  heads?: (msgs: readonly OrderedMessage[]) => Promise<Map<string, Head>>;
 }
 
 export async function startDispatchConsumer(opts: DispatchConsumerOptions): Promise<Worker> {
@@ -72,6 +82,18 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
     },
     { cache: false, maxBatchSize: 5000 },
   );
+  // the heads of ordering keys, read like the ledger: one query per fetch for the fresh ordered records
+  const heads = opts.heads
+    ? new DataLoader<OrderedMessage, Head | null>(
+        async (msgs) => {
+          const found = await opts.heads!(msgs);
+          return msgs.map((m) => found.get(laneOf(m)) ?? null);
+        },
+        { cache: false, maxBatchSize: 5000 },
+      )
+    : null;
+  // per ordering key (project and key): the last attempt started here, which the next one waits for
+  const lanes = new Map<string, Promise<boolean>>();
   const inflight = new Map<string, Promise<boolean>>(); // resolves true once the outcome is recorded
   let trackers = new Map<string, PartitionTracker>();
   let stopping = false;
@@ -119,7 +141,13 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       }
     });
     const candidates = records.flatMap((r) => (r.msg && !recent.has(attemptKey(r.msg)) && !inflight.has(attemptKey(r.msg)) ? [r.msg] : []));
-    const checked = await ledger.loadMany(candidates);
+    const orderedFresh = heads ? candidates.filter((m): m is OrderedMessage => isOrdered(m) && isFresh(m)) : [];
+    const [checked, headsRead] = await Promise.all([ledger.loadMany(candidates), heads ? heads.loadMany(orderedFresh) : []]);
+    const headOf = new Map<OutboxMessage, Head | null>();
+    headsRead.forEach((h, i) => {
+      if (h instanceof Error) throw h; // control DB unavailable: kafkajs retries the batch
+      headOf.set(orderedFresh[i], h);
+    });
     const recorded = new Set<string>();
     checked.forEach((r, i) => {
       if (r instanceof Error) throw r; // control DB unavailable: kafkajs retries the batch
@@ -147,12 +175,17 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       // Began but not finished: if we stop here, this record holds the commit point and is fetched again.
       const weight = msg.rawValue.length;
       if (!(await bytes.acquire(heartbeat, () => stopping || !isRunning(), weight))) break;
-      if (!(await limiter.acquire(heartbeat, () => stopping || !isRunning()))) {
+      // an ordered message behind another of its key in this process waits for it, on its slot
+      const lane = msg.orderingKey !== undefined ? laneOf({ project: msg.project, orderingKey: msg.orderingKey }) : null;
+      const before = lane ? lanes.get(lane) : undefined;
+      if (!before && !(await limiter.acquire(heartbeat, () => stopping || !isRunning()))) {
         bytes.release(weight);
         break;
       }
-      const p = pipeline
-        .process(msg)
+      const hint = { head: headOf.get(msg) ?? null, chained: before !== undefined || !headOf.has(msg) };
+      const self: { p?: Promise<boolean> } = {};
+      const p = (before ?? Promise.resolve(true))
+        .then(() => pipeline.process(msg, hint))
         .then((result) => {
           // a held record comes back with the same attempt key (endpoints/releaser.ts): not a duplicate
           if (result === 'recorded') recent.add(key);
@@ -167,9 +200,14 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
         })
         .finally(() => {
           inflight.delete(key);
-          limiter.release();
           bytes.release(weight);
+          // the lane's slot goes to the next message of the key, if one chained on this one
+          if (lane && lanes.get(lane) !== self.p) return;
+          if (lane) lanes.delete(lane);
+          limiter.release();
         });
+      self.p = p;
+      if (lane) lanes.set(lane, p);
       inflight.set(key, p);
       resolveOffset(offset);
     }

@@ -39,6 +39,8 @@ interface Row {
   next_attempt_at: number | null;
   delivered_at: number | null;
   updated_at: number;
+  ordering_key: string | null;
+  seq: number | null;
 }
 
 interface AttemptRow {
@@ -97,6 +99,8 @@ export function fold(events: DeliveryEvent[]): { rows: Row[]; attempts: AttemptR
       callback_function: d.callback_function,
       message_created_at: d.message_created_at,
       run: d.run,
+      ordering_key: d.ordering_key ?? null,
+      seq: d.seq ?? null,
     };
     let row: Row;
     if (ev.type === 'DeliveryQueued') {
@@ -202,14 +206,14 @@ async function writeRows(client: Pool | PoolClient, rows: ReturnType<typeof fold
        )
        insert into deliveries as d (id, project_ref, kind, webhook_id, target, method, status, run, attempts, total_attempts, last_http_status, last_smtp_code,
                                     last_error, last_response_body, callback_function, message_created_at, next_attempt_at, delivered_at,
-                                    created_at, updated_at)
+                                    created_at, updated_at, ordering_key, seq)
        select x.id, x.project_ref, kind, webhook_id, target, method, status, run, attempts, coalesce(added.n, 0), last_http_status, last_smtp_code,
               last_error, last_response_body, callback_function, ${tsMicros('message_created_at')}, ${ts('next_attempt_at')}, ${ts('delivered_at')},
-              ${tsMicros('message_created_at')}, ${ts('updated_at')}
+              ${tsMicros('message_created_at')}, ${ts('updated_at')}, ordering_key, seq
          from jsonb_to_recordset($2::jsonb) as x(id uuid, project_ref text, kind text, webhook_id uuid, target text, method text, status text,
                                                 run int, attempts int, last_http_status int, last_smtp_code int, last_error text,
                                                 last_response_body text, callback_function text, message_created_at bigint,
-                                                next_attempt_at bigint, delivered_at bigint, updated_at bigint)
+                                                next_attempt_at bigint, delivered_at bigint, updated_at bigint, ordering_key text, seq bigint)
          left join added on added.project_ref = x.project_ref and added.delivery_id = x.id
         -- one lock order for every writer (fold sorts by id, then project; a hash join would not
         -- keep it)
@@ -220,7 +224,9 @@ async function writeRows(client: Pool | PoolClient, rows: ReturnType<typeof fold
          -- a new run starts pending but keeps showing how the previous one ended
          ${kept.join(',\n           ')},
          delivered_at = case when ${forward} then coalesce(excluded.delivered_at, d.delivered_at) else d.delivered_at end,
-         total_attempts = d.total_attempts + excluded.total_attempts
+         total_attempts = d.total_attempts + excluded.total_attempts,
+         ordering_key = coalesce(d.ordering_key, excluded.ordering_key),
+         seq = coalesce(d.seq, excluded.seq)
        where ${forward} or excluded.total_attempts > 0`,
       values: [JSON.stringify(attempts), JSON.stringify(rows)],
     });

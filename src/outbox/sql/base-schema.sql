@@ -31,6 +31,11 @@ create table if not exists base.outbox (
   payload jsonb not null,
   created_at timestamptz not null default clock_timestamp()
 );
+-- Ordered messages (docs/delivery.md, "Ordered delivery") carry `seq`, taken from this sequence
+-- while the caller holds what orders them (the row's lock, or the key's advisory lock): for one
+-- ordering key, seq order is commit order.
+create sequence if not exists base.outbox_seq;
+revoke all on sequence base.outbox_seq from public;
 -- Debezium needs the old row identity only for deletes, which the Outbox Event Router ignores.
 alter table base.outbox replica identity default;
 revoke all on base.outbox from public;
@@ -64,8 +69,11 @@ begin
   end if;
 end $$;
 
--- The one place a message is written. Not callable by API roles.
-create or replace function base._enqueue(kind text, body jsonb)
+-- The one place a message is written. Not callable by API roles. `ordering_key` (optional) makes
+-- the message's Kafka key `key:<ordering_key>` instead of its id, so the messages of one key share a
+-- partition, and gives it a `seq`; the caller holds the key's advisory lock (base.http_request).
+drop function if exists base._enqueue(text, jsonb);
+create or replace function base._enqueue(kind text, body jsonb, ordering_key text default null)
 returns uuid
 language plpgsql
 security definer
@@ -73,10 +81,12 @@ set search_path = pg_catalog, base
 as $$
 declare
   msg_id uuid := gen_random_uuid();
+  lane text := case when ordering_key is not null then 'key:' || ordering_key end;
 begin
   insert into base.outbox (id, aggregateid, type, payload)
-  values (msg_id, msg_id::text, kind,
-          body || jsonb_build_object('id', msg_id, 'kind', kind, 'created_at', to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')));
+  values (msg_id, coalesce(lane, msg_id::text), kind,
+          body || jsonb_build_object('id', msg_id, 'kind', kind, 'created_at', to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
+               || case when lane is not null then jsonb_build_object('ordering_key', lane, 'seq', nextval('base.outbox_seq')) else '{}'::jsonb end);
   delete from base.outbox where id = msg_id;
   if (select idle from base.capture) then perform base._publish_stats(); end if;
   return msg_id;
@@ -97,13 +107,18 @@ begin
 end;
 $$;
 
+-- `ordering_key`: calls sharing a key are delivered one after the other, in commit order
+-- (docs/delivery.md, "Ordered delivery"). Transactions enqueueing the same key take its advisory
+-- lock until they end, so they commit in the order they took their seq (as two UPDATEs of one row do).
+drop function if exists base.http_request(text, text, jsonb, jsonb, text, integer);
 create or replace function base.http_request(
   method text,
   url text,
   headers jsonb default '{}'::jsonb,
   body jsonb default null,
   callback_function text default null,
-  timeout_ms integer default null
+  timeout_ms integer default null,
+  ordering_key text default null
 )
 returns uuid
 language plpgsql
@@ -126,10 +141,16 @@ begin
   if timeout_ms is not null and (timeout_ms < 100 or timeout_ms > 60000) then
     raise exception 'base.http_request: timeout_ms must be between 100 and 60000, got %', timeout_ms using errcode = '22023';
   end if;
+  if ordering_key is not null and (ordering_key = '' or octet_length(ordering_key) > 200) then
+    raise exception 'base.http_request: ordering_key must be 1 to 200 bytes, got %', octet_length(ordering_key) using errcode = '22023';
+  end if;
   perform base._check_callback(callback_function);
+  if ordering_key is not null then
+    perform pg_advisory_xact_lock(hashtextextended('base.ordering_key:' || ordering_key, 0));
+  end if;
   return base._enqueue('http', jsonb_build_object(
     'method', upper(method), 'url', url, 'headers', coalesce(headers, '{}'::jsonb), 'body', body,
-    'callback_function', callback_function, 'timeout_ms', timeout_ms));
+    'callback_function', callback_function, 'timeout_ms', timeout_ms), ordering_key);
 end;
 $$;
 
@@ -162,6 +183,9 @@ $$;
 
 -- Database webhooks: one trigger per webhook, TG_ARGV[0] is the webhook id. The URL, headers,
 -- timeout and signing secret are not copied here: the dispatcher reads them at send time.
+-- A webhook with `ordering: "row"` passes 'row' and its table's primary-key columns after the id
+-- (src/outbox/webhook-triggers.ts): its messages are keyed `row:<webhook id>:<key as JSON array>`,
+-- the old key for an UPDATE that changes it, and carry a seq (the row's lock orders them).
 --
 -- It runs for every row written to a hooked table, inside the customer's transaction, so it is
 -- kept cheap (docs/benchmark.md, tuning log): the size check serialises the row to text only when
@@ -184,7 +208,18 @@ declare
   msg_id uuid := gen_random_uuid();
   at text := to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"');
   payload jsonb;
+  lane text;
+  key_values jsonb;
+  key_source jsonb;
 begin
+  if tg_nargs > 2 and tg_argv[1] = 'row' then
+    key_source := coalesce(old_rec, rec);
+    key_values := '[]'::jsonb;
+    for i in 2 .. tg_nargs - 1 loop
+      key_values := key_values || jsonb_build_array(key_source -> tg_argv[i]);
+    end loop;
+    lane := 'row:' || tg_argv[0] || ':' || key_values::text;
+  end if;
   -- A row over 1 MB keeps the columns whose JSON value is at most 1 KB and leaves out the rest.
   if rec is not null and pg_column_size(rec) > limit_bytes / 6 and octet_length(rec::text) > limit_bytes then
     select coalesce(jsonb_object_agg(key, value) filter (where octet_length(value::text) <= 1024), '{}'),
@@ -211,8 +246,9 @@ begin
   end if;
   -- the same row base._enqueue writes
   insert into base.outbox (id, aggregateid, type, payload)
-  values (msg_id, msg_id::text, 'webhook',
-          jsonb_build_object('id', msg_id, 'kind', 'webhook', 'created_at', at, 'webhook_id', tg_argv[0], 'payload', payload));
+  values (msg_id, coalesce(lane, msg_id::text), 'webhook',
+          jsonb_build_object('id', msg_id, 'kind', 'webhook', 'created_at', at, 'webhook_id', tg_argv[0], 'payload', payload)
+          || case when lane is not null then jsonb_build_object('ordering_key', lane, 'seq', nextval('base.outbox_seq')) else '{}'::jsonb end);
   delete from base.outbox where id = msg_id;
   if (select idle from base.capture) then perform base._publish_stats(); end if;
   return null;

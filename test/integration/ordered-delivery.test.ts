@@ -1,0 +1,227 @@
+// Ordered delivery on the real stack (docs/delivery.md, "Ordered delivery"): 200 rows updated 20
+// times each, a receiver that answers 503 to a random fifth of the requests and is slow on others,
+// two dispatchers of which one is killed with SIGKILL in the middle. Per row, the receiver must never
+// see a version older than one it already acknowledged, and every row's last version must arrive.
+// The same for base.http_request calls sharing an ordering_key; a key that keeps failing blocks only
+// itself (and shows as blocked, with its head, in the API); tables without a primary key are refused.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { repoRoot } from '../../src/config.js';
+import { startWorkers, type Worker } from '../../src/delivery/index.js';
+import { eventually, stack } from '../helpers/env.js';
+import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
+
+const ROWS = 200;
+const VERSIONS = 20;
+const RETRIES = { RETRY_DELAYS: '1s,1s,2s,2s,3s,3s,3s', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '6s' };
+
+/**
+ * Keeps, per key, the highest version it acknowledged, and notes every request that carries an
+ * older one. A fifth of the requests get 503 (never a message's fourth request or later, so none
+ * runs out of attempts), some of the others wait up to 40 ms. Paths under /fail/ always get 503.
+ */
+class OrderCheckingReceiver {
+  readonly acked = new Map<string, number>();
+  readonly violations: string[] = [];
+  readonly tries = new Map<string, number>();
+  requests = 0;
+  #server!: http.Server;
+  url = '';
+
+  constructor(private readonly read: (path: string, body: any) => { key: string; version: number }) {}
+
+  async start(): Promise<void> {
+    this.#server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => {
+        this.requests++;
+        const path = req.url ?? '/';
+        if (path.startsWith('/fail/')) return void res.writeHead(503).end();
+        const { key, version } = this.read(path, JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        const seen = this.acked.get(key) ?? -1;
+        if (version < seen) this.violations.push(`${key}: got version ${version} after acknowledging ${seen}`);
+        const id = String(req.headers['webhook-id'] ?? req.headers['x-message'] ?? `${key}/${version}`);
+        const n = (this.tries.get(id) ?? 0) + 1;
+        this.tries.set(id, n);
+        if (n < 4 && Math.random() < 0.2) return void res.writeHead(503).end();
+        const answer = () => {
+          this.acked.set(key, Math.max(this.acked.get(key) ?? -1, version));
+          res.writeHead(200).end();
+        };
+        if (Math.random() < 0.3) setTimeout(answer, Math.floor(Math.random() * 40));
+        else answer();
+      });
+    });
+    await new Promise<void>((r) => this.#server.listen(0, '127.0.0.2', r));
+    this.url = `http://127.0.0.2:${(this.#server.address() as AddressInfo).port}`;
+  }
+
+  stop(): Promise<void> {
+    this.#server.closeAllConnections();
+    return new Promise((r) => this.#server.close(() => r()));
+  }
+}
+
+describe('ordered delivery', () => {
+  let svc: TestService;
+  let project: TestProject;
+  let db: pg.Client;
+  let workers: Worker[] = [];
+  let child: ChildProcess | undefined;
+  let childLog = '';
+  const rows = new OrderCheckingReceiver((_path, body) => ({ key: String((body.record ?? body.old_record).id), version: Number((body.record ?? body.old_record).v) }));
+  const calls = new OrderCheckingReceiver((_path, body) => ({ key: String(body.k), version: Number(body.v) }));
+
+  beforeAll(async () => {
+    await Promise.all([rows.start(), calls.start()]);
+    svc = await startTestService({ roles: ['api'], env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32', ...RETRIES } });
+    workers = await startWorkers(svc.ctx, ['dispatcher', 'projector']);
+    project = await svc.project('pro');
+    db = new pg.Client({ connectionString: project.databaseUrl });
+    await db.connect();
+    await db.query('create table public.accounts (id int primary key, v int not null)');
+    await db.query('create table public.events_log (note text)');
+  });
+
+  afterAll(async () => {
+    child?.kill('SIGKILL');
+    await Promise.all(workers.map((w) => w.stop()));
+    await db?.end();
+    await svc?.stop();
+    await Promise.all([rows.stop(), calls.stop()]);
+  });
+
+  async function call(method: string, path: string, body?: unknown) {
+    return svc.api(project.ownerToken, method, `/v1/projects/${project.ref}${path}`, body);
+  }
+
+  function startDispatcher(): ChildProcess {
+    const env = {
+      ...process.env,
+      APP_ENV: 'test',
+      LOG_LEVEL: 'warn',
+      ROLES: 'dispatcher',
+      DATABASE_URL: (svc.ctx.db as unknown as { options: { connectionString: string } }).options.connectionString,
+      KAFKA_BROKERS: stack().kafkaBrokers.join(','),
+      KAFKA_CONNECT_URL: stack().connectUrl,
+      TOPIC_PREFIX: svc.cfg.TOPIC_PREFIX,
+      OUTBOX_PARTITIONS: String(svc.cfg.OUTBOX_PARTITIONS),
+      OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32',
+      ...RETRIES,
+    };
+    const p = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    p.stdout!.on('data', (c) => (childLog += c));
+    p.stderr!.on('data', (c) => (childLog += c));
+    return p;
+  }
+
+  it('defaults to row ordering on a table with a primary key, and refuses it on one without', async () => {
+    const refused = await call('POST', '/webhooks', { table: 'public.events_log', events: ['INSERT'], url: `${rows.url}/log`, ordering: 'row' });
+    expect(refused.status).toBe(400);
+    expect(refused.body.code).toBe('ordering_needs_primary_key');
+    expect(refused.body.message).toContain('public.events_log');
+    const plain = await call('POST', '/webhooks', { table: 'public.events_log', events: ['INSERT'], url: `${rows.url}/log` });
+    expect(plain.status).toBe(201);
+    expect(plain.body.ordering).toBe('none');
+    const toRow = await call('PATCH', `/webhooks/${plain.body.id}`, { ordering: 'row' });
+    expect(toRow.status).toBe(400);
+    expect(toRow.body.code).toBe('ordering_needs_primary_key');
+    expect((await call('GET', `/webhooks/${plain.body.id}`)).body.ordering).toBe('none');
+    expect((await call('DELETE', `/webhooks/${plain.body.id}`)).status).toBe(204);
+  });
+
+  it('delivers 200 rows x 20 updates in order per row through 503s, slow answers and a killed dispatcher', async () => {
+    const hook = await call('POST', '/webhooks', { table: 'public.accounts', events: ['INSERT', 'UPDATE'], url: `${rows.url}/accounts` });
+    expect(hook.status).toBe(201);
+    expect(hook.body.ordering).toBe('row');
+    child = startDispatcher();
+    await db.query(`insert into public.accounts select i, 0 from generate_series(1, ${ROWS}) i`);
+    for (let v = 1; v < VERSIONS; v++) {
+      // one transaction per update of each row, in a shuffled order of rows, a few at a time
+      const order = [...Array(ROWS).keys()].map((i) => i + 1).sort(() => Math.random() - 0.5);
+      for (let i = 0; i < order.length; i += 20) {
+        await db.query('begin');
+        for (const id of order.slice(i, i + 20)) await db.query('update public.accounts set v = v + 1 where id = $1', [id]);
+        await db.query('commit');
+      }
+      if (v === 6) {
+        // a third in: kill the second dispatcher while it is delivering
+        await eventually(async () => rows.acked.size > 50, 60_000, `acknowledgments before the kill (${childLog})`);
+        child.kill('SIGKILL');
+      }
+    }
+    const last = VERSIONS - 1;
+    const state = async () => {
+      const heads = await svc.ctx.db.query('select reason, count(*)::int as n from ordering_heads group by reason');
+      const queued = await svc.ctx.db.query('select count(*)::int as n from ordering_queue');
+      const behind = [...Array(ROWS).keys()].filter((i) => rows.acked.get(String(i + 1)) !== last).slice(0, 5).map((i) => `${i + 1}@${rows.acked.get(String(i + 1))}`);
+      return `rows behind: ${behind.join(' ')}; heads ${JSON.stringify(heads.rows)}; queued ${queued.rows[0].n}; requests ${rows.requests}`;
+    };
+    await eventually(async () => [...Array(ROWS).keys()].every((i) => rows.acked.get(String(i + 1)) === last), 200_000, 'every row\'s last version').catch(async (e) => {
+      throw new Error(`${(e as Error).message}: ${await state()}`);
+    });
+    expect(rows.violations).toEqual([]);
+    expect(rows.acked.size).toBe(ROWS);
+    // the deliveries carry their key and place
+    const list = await call('GET', `/outbox/deliveries?webhook_id=${hook.body.id}&limit=5`);
+    expect(list.status).toBe(200);
+    expect(list.body.deliveries[0].ordering_key).toMatch(new RegExp(`^row:${hook.body.id}:\\[\\d+\\]$`));
+    expect(typeof list.body.deliveries[0].seq).toBe('number');
+  }, 300_000);
+
+  it('keeps base.http_request calls sharing an ordering_key in order, and a failing key blocks only itself', async () => {
+    // one key whose receiver always fails, enqueued first: its later calls queue behind it
+    await db.query('begin');
+    for (let v = 0; v < 3; v++) {
+      await db.query(`select base.http_request('POST', $1, '{}'::jsonb, $2::jsonb, ordering_key => 'stuck')`, [`${calls.url}/fail/stuck`, JSON.stringify({ k: 'stuck', v })]);
+    }
+    await db.query('commit');
+    const KEYS = 40;
+    const PER_KEY = 10;
+    for (let v = 0; v < PER_KEY; v++) {
+      await db.query('begin');
+      for (let k = 0; k < KEYS; k++) {
+        await db.query(`select base.http_request('POST', $1, '{}'::jsonb, $2::jsonb, ordering_key => $3)`, [`${calls.url}/calls`, JSON.stringify({ k: `c${k}`, v }), `c${k}`]);
+      }
+      await db.query('commit');
+    }
+    await eventually(async () => [...Array(KEYS).keys()].every((k) => calls.acked.get(`c${k}`) === PER_KEY - 1), 120_000, 'every key\'s last call');
+    expect(calls.violations).toEqual([]);
+
+    // the stuck key shows as blocked behind its first call, with the two others queued
+    const blocked = await eventually(async () => {
+      const r = await call('GET', '/outbox/blocked-keys');
+      return r.status === 200 && r.body.keys.find((k: any) => k.ordering_key === 'key:stuck' && k.queued === 2) ? r.body.keys : null;
+    }, 30_000, 'the stuck key listed as blocked');
+    const stuck = blocked.find((k: any) => k.ordering_key === 'key:stuck');
+    expect(stuck.head.reason).toBe('retry');
+    expect(Date.parse(stuck.since)).toBeGreaterThan(0);
+    // the queued calls show what they wait for
+    const waiting = await eventually(async () => {
+      const r = await call('GET', '/outbox/deliveries?status=pending&limit=50');
+      const found = r.body.deliveries.filter((d: any) => d.ordering_key === 'key:stuck' && d.waiting_for);
+      return found.length === 2 ? found : null;
+    }, 30_000, 'the queued calls listed as pending behind the head');
+    expect(waiting.every((d: any) => d.waiting_for.message_id === stuck.head.message_id)).toBe(true);
+
+    // the owner skips the head: it ends dead, and the next call becomes the head
+    const skip = await call('POST', '/outbox/blocked-keys/skip', { ordering_key: 'key:stuck' });
+    expect(skip.status).toBe(200);
+    expect(skip.body.skipped.message_id).toBe(stuck.head.message_id);
+    const head = await eventually(async () => {
+      const r = await call('GET', `/outbox/deliveries/${stuck.head.message_id}`);
+      return r.body.status === 'dead' ? r.body : null;
+    }, 30_000, 'the skipped head to show dead');
+    expect(head.last_error).toContain('skipped by the owner');
+    await eventually(async () => {
+      const r = await call('GET', '/outbox/blocked-keys');
+      const k = r.body.keys.find((x: any) => x.ordering_key === 'key:stuck');
+      return k && k.head.message_id !== stuck.head.message_id && k.queued === 1;
+    }, 30_000, 'the next call to head the key');
+    expect((await call('POST', '/outbox/blocked-keys/skip', { ordering_key: 'key:nothing' })).body.code).toBe('ordering_key_not_blocked');
+  }, 200_000);
+});
