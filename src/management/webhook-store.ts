@@ -35,6 +35,7 @@ export interface WebhookRow {
   signature_scheme: SignatureScheme | null;
   public_key: string | null;
   rate_limit: number | null;
+  max_in_flight: number | null;
   /** 'failing' when the service disabled it (endpoint protection), else null */
   disabled_reason: string | null;
   disabled_at: Date | null;
@@ -63,6 +64,7 @@ export function webhookRecord(w: WebhookRow, extras?: EndpointExtras) {
     timeout_ms: w.timeout_ms,
     enabled: w.enabled,
     rate_limit: w.rate_limit,
+    max_in_flight: w.max_in_flight,
     disabled_reason: w.disabled_reason,
     disabled_at: iso(w.disabled_at),
     disabled_failing_since: iso(w.disabled_failing_since),
@@ -109,26 +111,28 @@ export interface WebhookFields {
   enabled: boolean;
   /** requests per second at most, across all dispatchers; null: no limit */
   rate_limit: number | null;
+  /** attempts in flight at most per dispatcher process; null: the adaptive window alone */
+  max_in_flight: number | null;
 }
 
 export async function insertWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
   await q.query(
-    `insert into webhooks (id, project_ref, name, schema_name, table_name, events, url, headers, timeout_ms, enabled, update_columns, rate_limit)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-    [id, ref, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit],
+    `insert into webhooks (id, project_ref, name, schema_name, table_name, events, url, headers, timeout_ms, enabled, update_columns, rate_limit, max_in_flight)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+    [id, ref, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.max_in_flight],
   );
 }
 
 export async function updateWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
   await q.query(
     `update webhooks set name = $3, schema_name = $4, table_name = $5, events = $6, url = $7, headers = $8, timeout_ms = $9,
-            enabled = $10, update_columns = $11, rate_limit = $12, updated_at = now(),
+            enabled = $10, update_columns = $11, rate_limit = $12, max_in_flight = $13, updated_at = now(),
             -- enabled again (by the owner): no longer disabled by the service
             disabled_reason = case when $10 then null else disabled_reason end,
             disabled_at = case when $10 then null else disabled_at end,
             disabled_failing_since = case when $10 then null else disabled_failing_since end
       where project_ref = $1 and id = $2`,
-    [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit],
+    [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.max_in_flight],
   );
 }
 

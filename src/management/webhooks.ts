@@ -51,6 +51,12 @@ const fields = {
     maximum: 10_000,
     description: 'at most this many requests per second to the URL, across all dispatcher processes; messages beyond it wait (no attempt spent). null: no limit',
   },
+  max_in_flight: {
+    type: ['integer', 'null'],
+    minimum: 1,
+    maximum: 1000,
+    description: 'at most this many requests in flight to the URL per dispatcher process, on top of the adaptive window (slow start, docs/delivery.md). null (default): the adaptive window alone',
+  },
   signature_scheme: {
     type: 'string',
     enum: ['v1', 'v1a'],
@@ -92,7 +98,7 @@ const record = {
   // Every field but replay_offer (and signing_secret, in withSecret) is always there, but only those
   // before replay_offer are listed: fast-json-stringify writes required fields first, so listing a
   // later one would move replay_offer behind it and change the order of the answer's fields.
-  required: ['id', 'name', 'table', 'events', 'update_columns', 'url', 'headers', 'timeout_ms', 'enabled', 'rate_limit', 'disabled_reason', 'disabled_at', 'disabled_failing_since', 'circuit'],
+  required: ['id', 'name', 'table', 'events', 'update_columns', 'url', 'headers', 'timeout_ms', 'enabled', 'rate_limit', 'max_in_flight', 'disabled_reason', 'disabled_at', 'disabled_failing_since', 'circuit'],
   properties: {
     id: uuid,
     name: { type: 'string' },
@@ -104,6 +110,7 @@ const record = {
     timeout_ms: { type: 'integer' },
     enabled: { type: 'boolean' },
     rate_limit: { type: ['integer', 'null'] },
+    max_in_flight: { type: ['integer', 'null'] },
     disabled_reason: { type: ['string', 'null'], description: "'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise" },
     disabled_at: { type: ['string', 'null'], format: 'date-time' },
     disabled_failing_since: { type: ['string', 'null'], format: 'date-time', description: 'when disabled by the service: since when its endpoint had been failing' },
@@ -149,6 +156,7 @@ interface Body {
   timeout_ms?: number;
   enabled?: boolean;
   rate_limit?: number | null;
+  max_in_flight?: number | null;
   signature_scheme?: SignatureScheme;
   rotate_secret?: boolean;
 }
@@ -213,6 +221,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         timeout_ms: b.timeout_ms ?? ctx.cfg.WEBHOOK_TIMEOUT_DEFAULT_MS,
         enabled: b.enabled ?? true,
         rate_limit: b.rate_limit ?? null,
+        max_in_flight: b.max_in_flight ?? null,
       };
       await vetUpdateColumns(refName, f, true);
       await ensureOutboxEnabled(ctx, refName);
@@ -223,7 +232,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           action: 'webhook.create',
           resourceType: 'webhook',
           resourceId: id,
-          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled, rate_limit: f.rate_limit, signature_scheme: b.signature_scheme ?? 'v1' },
+          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled, rate_limit: f.rate_limit, max_in_flight: f.max_in_flight, signature_scheme: b.signature_scheme ?? 'v1' },
         });
         // Last, so a failure here rolls the webhook back; the trigger commits in its own database.
         if (f.enabled) await withProjectDb(ctx, refName, (pc) => installWebhookTrigger(pc, { id, schema: f.schema, table: f.table, events: f.events, updateColumns: f.update_columns }));
@@ -289,6 +298,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           timeout_ms: b.timeout_ms ?? cur.timeout_ms,
           enabled: b.enabled ?? cur.enabled,
           rate_limit: b.rate_limit !== undefined ? b.rate_limit : cur.rate_limit,
+          max_in_flight: b.max_in_flight !== undefined ? b.max_in_flight : cur.max_in_flight,
         };
         const before: WebhookFields = { ...cur, schema: cur.schema_name, table: cur.table_name };
         const changed = (Object.keys(next) as (keyof WebhookFields)[]).filter((k) => canonical(next[k]) !== canonical(before[k]));

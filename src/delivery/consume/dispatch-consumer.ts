@@ -17,7 +17,7 @@ import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { AppContext } from '../../context.js';
 import { logFatal, reportCrashes, type OnFatal } from '../worker.js';
 import { attemptKey, decodeMessage, MalformedMessageError, type OutboxMessage } from '../message.js';
-import { Limiter, PartitionTracker, RecentKeys } from './offsets.js';
+import { Limiter, LimiterSlot, PartitionTracker, RecentKeys } from './offsets.js';
 import type { AttemptPipeline } from '../attempt/pipeline.js';
 import { alreadyRecorded } from '../ledger.js';
 import type { Worker } from '../worker.js';
@@ -151,8 +151,10 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
         bytes.release(weight);
         break;
       }
+      // given back while the attempt waits for its endpoint's window (endpoints/window.ts)
+      const slot = new LimiterSlot(limiter, () => heartbeat().catch(() => {}), () => stopping || !isRunning());
       const p = pipeline
-        .process(msg)
+        .process(msg, slot)
         .then((result) => {
           // a held record comes back with the same attempt key (endpoints/releaser.ts): not a duplicate
           if (result === 'recorded') recent.add(key);
@@ -167,7 +169,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
         })
         .finally(() => {
           inflight.delete(key);
-          limiter.release();
+          slot.done();
           bytes.release(weight);
         });
       inflight.set(key, p);
