@@ -481,6 +481,7 @@ export interface ApiResponses {
       timeout_ms: number;
       enabled: boolean;
       rate_limit: number | null;
+      max_in_flight: number | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
@@ -535,6 +536,7 @@ export interface ApiResponses {
       timeout_ms: number;
       enabled: boolean;
       rate_limit: number | null;
+      max_in_flight: number | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
@@ -591,6 +593,7 @@ export interface ApiResponses {
       timeout_ms: number;
       enabled: boolean;
       rate_limit: number | null;
+      max_in_flight: number | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
@@ -645,6 +648,7 @@ export interface ApiResponses {
       timeout_ms: number;
       enabled: boolean;
       rate_limit: number | null;
+      max_in_flight: number | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
