@@ -210,6 +210,16 @@ const schema = z.object({
    * webhook is disabled and its owner emailed; held messages of a host end dead. 0: never.
    */
   ENDPOINT_DISABLE_AFTER: duration.prefault('5d'),
+  /**
+   * Slow start (endpoints/window.ts): attempts in flight per endpoint in this process start at
+   * ENDPOINT_WINDOW_INITIAL, grow while the endpoint answers (up to ENDPOINT_WINDOW_MAX and a
+   * webhook's max_in_flight), halve on its faults, and pause after CIRCUIT_FAILURE_THRESHOLD faults
+   * in a row. ENDPOINT_WINDOW_MAX 0: no adaptive window (max_in_flight still applies). At most
+   * ENDPOINT_WINDOW_QUEUE messages wait per endpoint; later ones are held.
+   */
+  ENDPOINT_WINDOW_INITIAL: z.coerce.number().int().min(1).max(10_000).default(4),
+  ENDPOINT_WINDOW_MAX: z.coerce.number().int().min(0).max(100_000).default(1000),
+  ENDPOINT_WINDOW_QUEUE: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   /** Callbacks (callback_function): statement timeout of one call, calls per final outcome, first delay between calls (doubling, × RETRY_TIME_SCALE). */
   CALLBACK_TIMEOUT: duration.prefault('5s'),
   CALLBACK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),

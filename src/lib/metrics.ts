@@ -87,8 +87,28 @@ export const endpointHeldMessages = new Gauge({
 
 export const endpointHolds = new Counter({
   name: 'integrations_endpoint_holds_total',
-  help: 'Messages this process held instead of attempting, by reason (circuit, rate_limit)',
+  help: 'Messages this process held instead of attempting, by reason (circuit, rate_limit, concurrency)',
   labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
+export const endpointWindowSize = new Histogram({
+  name: 'integrations_endpoint_window',
+  help: "Slow start (endpoints/window.ts): an endpoint's window (attempts it may have in flight in this process) each time an attempt is let through",
+  buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000],
+  registers: [registry],
+});
+
+export const endpointWindowWaits = new Counter({
+  name: 'integrations_endpoint_window_waits_total',
+  help: "Attempts that found their endpoint's window full: waited (without a dispatcher slot), or held because ENDPOINT_WINDOW_QUEUE already waited",
+  labelNames: ['result'] as const,
+  registers: [registry],
+});
+
+export const endpointWindowWaiting = new Gauge({
+  name: 'integrations_endpoint_window_waiting',
+  help: "Messages of this process waiting for room in their endpoint's window",
   registers: [registry],
 });
 

@@ -37,6 +37,7 @@ export interface WebhookRow {
   public_key: string | null;
   rate_limit: number | null;
   ordering: WebhookOrdering;
+  max_in_flight: number | null;
   /** 'failing' when the service disabled it (endpoint protection), else null */
   disabled_reason: string | null;
   disabled_at: Date | null;
@@ -66,6 +67,7 @@ export function webhookRecord(w: WebhookRow, extras?: EndpointExtras) {
     enabled: w.enabled,
     rate_limit: w.rate_limit,
     ordering: w.ordering,
+    max_in_flight: w.max_in_flight,
     disabled_reason: w.disabled_reason,
     disabled_at: iso(w.disabled_at),
     disabled_failing_since: iso(w.disabled_failing_since),
@@ -114,26 +116,28 @@ export interface WebhookFields {
   rate_limit: number | null;
   /** 'row': delivered in commit order per row (docs/delivery.md, "Ordered delivery") */
   ordering: WebhookOrdering;
+  /** attempts in flight at most per dispatcher process; null: the adaptive window alone */
+  max_in_flight: number | null;
 }
 
 export async function insertWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
   await q.query(
-    `insert into webhooks (id, project_ref, name, schema_name, table_name, events, url, headers, timeout_ms, enabled, update_columns, rate_limit, ordering)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-    [id, ref, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.ordering],
+    `insert into webhooks (id, project_ref, name, schema_name, table_name, events, url, headers, timeout_ms, enabled, update_columns, rate_limit, ordering, max_in_flight)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+    [id, ref, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.ordering, f.max_in_flight],
   );
 }
 
 export async function updateWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
   await q.query(
     `update webhooks set name = $3, schema_name = $4, table_name = $5, events = $6, url = $7, headers = $8, timeout_ms = $9,
-            enabled = $10, update_columns = $11, rate_limit = $12, ordering = $13, updated_at = now(),
+            enabled = $10, update_columns = $11, rate_limit = $12, ordering = $13, max_in_flight = $14, updated_at = now(),
             -- enabled again (by the owner): no longer disabled by the service
             disabled_reason = case when $10 then null else disabled_reason end,
             disabled_at = case when $10 then null else disabled_at end,
             disabled_failing_since = case when $10 then null else disabled_failing_since end
       where project_ref = $1 and id = $2`,
-    [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.ordering],
+    [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.ordering, f.max_in_flight],
   );
 }
 

@@ -57,6 +57,12 @@ const fields = {
     description:
       'row: the changes of one row (its primary key; the old key for a key change) are delivered one after the other in commit order, each after the previous one has a final outcome; other rows never wait. none: every change is sent as soon as it is read. Default: row when the table has a primary key, else none; row on a table without one is refused (docs/delivery.md, Ordered delivery)',
   },
+  max_in_flight: {
+    type: ['integer', 'null'],
+    minimum: 1,
+    maximum: 1000,
+    description: 'at most this many requests in flight to the URL per dispatcher process, on top of the adaptive window (slow start, docs/delivery.md). null (default): the adaptive window alone',
+  },
   signature_scheme: {
     type: 'string',
     enum: ['v1', 'v1a'],
@@ -98,7 +104,7 @@ const record = {
   // Every field but replay_offer (and signing_secret, in withSecret) is always there, but only those
   // before replay_offer are listed: fast-json-stringify writes required fields first, so listing a
   // later one would move replay_offer behind it and change the order of the answer's fields.
-  required: ['id', 'name', 'table', 'events', 'update_columns', 'url', 'headers', 'timeout_ms', 'enabled', 'rate_limit', 'ordering', 'disabled_reason', 'disabled_at', 'disabled_failing_since', 'circuit'],
+  required: ['id', 'name', 'table', 'events', 'update_columns', 'url', 'headers', 'timeout_ms', 'enabled', 'rate_limit', 'ordering', 'max_in_flight', 'disabled_reason', 'disabled_at', 'disabled_failing_since', 'circuit'],
   properties: {
     id: uuid,
     name: { type: 'string' },
@@ -111,6 +117,7 @@ const record = {
     enabled: { type: 'boolean' },
     rate_limit: { type: ['integer', 'null'] },
     ordering: { type: 'string', enum: ['none', 'row'] },
+    max_in_flight: { type: ['integer', 'null'] },
     disabled_reason: { type: ['string', 'null'], description: "'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise" },
     disabled_at: { type: ['string', 'null'], format: 'date-time' },
     disabled_failing_since: { type: ['string', 'null'], format: 'date-time', description: 'when disabled by the service: since when its endpoint had been failing' },
@@ -157,6 +164,7 @@ interface Body {
   enabled?: boolean;
   rate_limit?: number | null;
   ordering?: WebhookOrdering;
+  max_in_flight?: number | null;
   signature_scheme?: SignatureScheme;
   rotate_secret?: boolean;
 }
@@ -223,6 +231,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         rate_limit: b.rate_limit ?? null,
         // row by default wherever it can hold (a primary key); explicit row without one is refused at install
         ordering: b.ordering ?? ((await withProjectDb(ctx, refName, (c) => primaryKeyColumns(c, v.target!.schema, v.target!.table))).length ? 'row' : 'none'),
+        max_in_flight: b.max_in_flight ?? null,
       };
       await vetUpdateColumns(refName, f, true);
       await ensureOutboxEnabled(ctx, refName);
@@ -233,7 +242,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           action: 'webhook.create',
           resourceType: 'webhook',
           resourceId: id,
-          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled, rate_limit: f.rate_limit, ordering: f.ordering, signature_scheme: b.signature_scheme ?? 'v1' },
+          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled, rate_limit: f.rate_limit, ordering: f.ordering, max_in_flight: f.max_in_flight, signature_scheme: b.signature_scheme ?? 'v1' },
         });
         // Last, so a failure here rolls the webhook back; the trigger commits in its own database.
         if (f.enabled) await withProjectDb(ctx, refName, (pc) => installWebhookTrigger(pc, { id, schema: f.schema, table: f.table, events: f.events, updateColumns: f.update_columns, ordering: f.ordering }));
@@ -300,6 +309,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           enabled: b.enabled ?? cur.enabled,
           rate_limit: b.rate_limit !== undefined ? b.rate_limit : cur.rate_limit,
           ordering: b.ordering ?? cur.ordering,
+          max_in_flight: b.max_in_flight !== undefined ? b.max_in_flight : cur.max_in_flight,
         };
         const before: WebhookFields = { ...cur, schema: cur.schema_name, table: cur.table_name };
         const changed = (Object.keys(next) as (keyof WebhookFields)[]).filter((k) => canonical(next[k]) !== canonical(before[k]));

@@ -25,6 +25,7 @@ import type { AttemptOutcome } from '../../outbound/index.js';
 import type { OutcomeRecorder } from './recorder.js';
 import type { EndpointGate } from '../endpoints/gate.js';
 import { endpointOf } from '../endpoints/keys.js';
+import type { DispatchSlot, Ticket } from '../endpoints/window.js';
 import { deliveryAttempts, deliveryAttemptSeconds, deliveryLatencySeconds } from '../../lib/metrics.js';
 import { isFresh, isOrdered, type Head, type OrderingStore } from '../ordering/keys.js';
 
@@ -66,7 +67,11 @@ export class AttemptPipeline {
     this.#channelDeps = { ctx: deps.ctx, directory: deps.directory, http: deps.http };
   }
 
-  async process(msg: OutboxMessage, hint?: OrderingHint): Promise<ProcessResult> {
+  /**
+   * `hint`: what the dispatch consumer read of an ordered message's key; `slot`: the dispatcher slot
+   * this attempt holds, given back while it waits for its endpoint's window (endpoints/window.ts)
+   */
+  async process(msg: OutboxMessage, hint?: OrderingHint, slot?: DispatchSlot): Promise<ProcessResult> {
     const { ctx, recorder, ladder, gate, directory, ordering } = this.deps;
     const ordered = ordering && isOrdered(msg) ? msg : null;
     // a head's final outcome lets the next message of its key go (advance, below)
@@ -112,12 +117,13 @@ export class AttemptPipeline {
     const endpoint = gate ? endpointOf(msg, target) : null;
     let outcome: AttemptOutcome;
     let sent = false;
+    let ticket: Ticket | undefined; // room in the endpoint's window (slow start), given back below
     try {
       outcome = ladder.beforeAttempt?.(msg) as AttemptOutcome;
       if (!outcome) {
         const webhook = endpoint?.webhookId ? await directory.webhook(msg.project, endpoint.webhookId) : null;
         const fresh = () => directory.webhook(msg.project, endpoint!.webhookId!, 0);
-        const admission = gate && endpoint ? await gate.admit(msg, endpoint, webhook, endpoint.webhookId ? fresh : undefined) : { kind: 'send' as const };
+        const admission = gate && endpoint ? await gate.admit(msg, endpoint, webhook, endpoint.webhookId ? fresh : undefined, slot) : { kind: 'send' as const };
         if (admission.kind === 'hold') {
           clearTimeout(pending);
           // the key waits for this message while it is held (before the hold: never open with it away)
@@ -133,6 +139,7 @@ export class AttemptPipeline {
           return 'held';
         }
         sent = admission.kind === 'send';
+        if (admission.kind === 'send') ticket = admission.ticket;
         outcome = admission.kind === 'end' ? admission.outcome : await channel.attempt(msg, this.#channelDeps);
       }
     } catch (err) {
@@ -142,6 +149,7 @@ export class AttemptPipeline {
     } finally {
       clearTimeout(pending);
     }
+    ticket?.done(outcome);
     // a probe always reports, sent or not (one that ended before its request, e.g. past its age
     // budget, counts as unanswered), so its half-open circuit never waits for the probe timeout
     if (endpoint && gate && (sent || msg.released === 'probe')) {

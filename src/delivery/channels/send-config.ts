@@ -17,6 +17,8 @@ export interface WebhookConfig {
   enabled: boolean;
   /** requests per second at most (across all dispatchers), or null: endpoints/rate.ts */
   rateLimit: number | null;
+  /** attempts in flight at most per dispatcher process, or null: adaptive only (endpoints/window.ts) */
+  maxInFlight: number | null;
   /**
    * every key that signs now, whsec_ (v1) or whsk_ (v1a): the current one and rotated-out ones
    * still in their grace period, newest first
@@ -68,7 +70,7 @@ export class DeliveryDirectory {
 
   async #loadWebhooks(ids: string[]): Promise<Map<string, WebhookConfig>> {
     const r = await this.ctx.db.query(
-      `select w.id, w.project_ref, w.url, w.headers, w.timeout_ms, w.enabled, w.rate_limit,
+      `select w.id, w.project_ref, w.url, w.headers, w.timeout_ms, w.enabled, w.rate_limit, w.max_in_flight,
               coalesce(array_agg(s.secret_enc order by s.created_at desc) filter (where s.id is not null), '{}') as secrets
          from webhooks w
          left join webhook_signing_secrets s on s.webhook_id = w.id and (s.expires_at is null or s.expires_at > now())
@@ -87,6 +89,7 @@ export class DeliveryDirectory {
           timeoutMs: row.timeout_ms,
           enabled: row.enabled,
           rateLimit: row.rate_limit,
+          maxInFlight: row.max_in_flight,
           signingSecrets: (row.secrets as Buffer[]).map((enc) => this.ctx.box.open(enc, aad.signingSecret(row.id))),
         },
       ]),

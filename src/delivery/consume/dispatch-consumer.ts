@@ -24,7 +24,7 @@ import type { Consumer, EachBatchPayload } from 'kafkajs';
 import type { AppContext } from '../../context.js';
 import { logFatal, reportCrashes, type OnFatal } from '../worker.js';
 import { attemptKey, decodeMessage, MalformedMessageError, type OutboxMessage } from '../message.js';
-import { Limiter, PartitionTracker, RecentKeys } from './offsets.js';
+import { Limiter, LimiterSlot, PartitionTracker, RecentKeys } from './offsets.js';
 import type { AttemptPipeline } from '../attempt/pipeline.js';
 import { alreadyRecorded } from '../ledger.js';
 import { isFresh, isOrdered, laneOf, type Head, type OrderedMessage } from '../ordering/keys.js';
@@ -94,6 +94,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
     : null;
   // per ordering key (project and key): the last attempt started here, which the next one waits for
   const lanes = new Map<string, Promise<boolean>>();
+  const laneSlots = new Map<string, LimiterSlot>();
   const inflight = new Map<string, Promise<boolean>>(); // resolves true once the outcome is recorded
   let trackers = new Map<string, PartitionTracker>();
   let stopping = false;
@@ -183,9 +184,13 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
         break;
       }
       const hint = { head: headOf.get(msg) ?? null, chained: before !== undefined || !headOf.has(msg) };
+      // the slot is given back while the attempt waits for its endpoint's window (endpoints/window.ts);
+      // a lane's messages share the slot of its first
+      const slot = (lane && before && laneSlots.get(lane)) || new LimiterSlot(limiter, () => heartbeat().catch(() => {}), () => stopping || !isRunning());
+      if (lane) laneSlots.set(lane, slot);
       const self: { p?: Promise<boolean> } = {};
       const p = (before ?? Promise.resolve(true))
-        .then(() => pipeline.process(msg, hint))
+        .then(() => pipeline.process(msg, hint, slot))
         .then((result) => {
           // a held record comes back with the same attempt key (endpoints/releaser.ts): not a duplicate
           if (result === 'recorded') recent.add(key);
@@ -203,8 +208,11 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
           bytes.release(weight);
           // the lane's slot goes to the next message of the key, if one chained on this one
           if (lane && lanes.get(lane) !== self.p) return;
-          if (lane) lanes.delete(lane);
-          limiter.release();
+          if (lane) {
+            lanes.delete(lane);
+            laneSlots.delete(lane);
+          }
+          slot.done();
         });
       self.p = p;
       if (lane) lanes.set(lane, p);

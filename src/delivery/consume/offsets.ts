@@ -87,6 +87,37 @@ export class Limiter {
   }
 }
 
+/**
+ * One attempt's slot in the dispatcher's Limiter. An attempt waiting for its endpoint's window
+ * (endpoints/window.ts) gives it back (yield) and takes one again before it sends (retake), so
+ * messages queued for one slow endpoint do not hold every slot; done() releases it if held.
+ */
+export class LimiterSlot {
+  #held = true;
+
+  constructor(
+    private readonly limiter: Limiter,
+    private readonly whileWaiting: () => Promise<void>,
+    private readonly cancelled: () => boolean,
+  ) {}
+
+  yield(): void {
+    if (!this.#held) return;
+    this.#held = false;
+    this.limiter.release();
+  }
+
+  async retake(): Promise<boolean> {
+    if (this.#held) return true;
+    this.#held = await this.limiter.acquire(this.whileWaiting, this.cancelled);
+    return this.#held;
+  }
+
+  done(): void {
+    this.yield();
+  }
+}
+
 /** Attempt keys recorded by this process, newest kept: closes the gap between a batch's ledger query and its attempts. */
 export class RecentKeys {
   readonly #keys = new Set<string>();

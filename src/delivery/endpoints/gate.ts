@@ -9,7 +9,11 @@
 //   - a circuit that is open or half-open holds every other message of its endpoint;
 //   - a rate-limited webhook with messages already held holds the new ones too (first in, first
 //     out), unless the record is one the releaser put back;
-//   - a rate-limited webhook takes a slot (rate.ts): wait for a near one, hold when none is near.
+//   - a rate-limited webhook takes a slot (rate.ts): wait for a near one, hold when none is near;
+//   - every other message waits for room in its endpoint's window (window.ts, slow start), and is
+//     held ('concurrency') when ENDPOINT_WINDOW_QUEUE already wait; after the wait the circuit is
+//     looked at again (it may have opened meanwhile). A send carries its window ticket: the
+//     pipeline hands it the outcome.
 import type { AppContext } from '../../context.js';
 import { endpointHolds } from '../../lib/metrics.js';
 import type { WebhookConfig } from '../channels/send-config.js';
@@ -18,9 +22,10 @@ import type { AttemptOutcome } from '../../outbound/index.js';
 import type { EndpointHealth } from './health.js';
 import type { Endpoint } from './keys.js';
 import { takeSlot } from './rate.js';
+import { EndpointWindows, WindowFullError, type DispatchSlot, type Ticket } from './window.js';
 
-export type HoldReason = 'circuit' | 'rate_limit';
-export type Admission = { kind: 'send' } | { kind: 'hold'; reason: HoldReason } | { kind: 'end'; outcome: AttemptOutcome };
+export type HoldReason = 'circuit' | 'rate_limit' | 'concurrency';
+export type Admission = { kind: 'send'; ticket?: Ticket } | { kind: 'hold'; reason: HoldReason } | { kind: 'end'; outcome: AttemptOutcome };
 
 const SEND: Admission = { kind: 'send' };
 
@@ -28,12 +33,26 @@ export const GIVEN_UP =
   'not attempted: the endpoint failed every probe for ENDPOINT_DISABLE_AFTER, so its held messages end here (retry or replay them once it is back)';
 
 export class EndpointGate {
-  constructor(
-    private readonly ctx: Pick<AppContext, 'db' | 'log'>,
-    readonly health: EndpointHealth,
-  ) {}
+  /** slow start per endpoint, in this process */
+  readonly windows: EndpointWindows;
 
-  async admit(msg: OutboxMessage, e: Endpoint | null, webhook: WebhookConfig | null, fresh?: () => Promise<WebhookConfig | null>): Promise<Admission> {
+  constructor(
+    private readonly ctx: Pick<AppContext, 'db' | 'log' | 'cfg'>,
+    readonly health: EndpointHealth,
+  ) {
+    const { cfg } = ctx;
+    this.windows = new EndpointWindows({
+      max: cfg.ENDPOINT_WINDOW_MAX,
+      initial: cfg.ENDPOINT_WINDOW_INITIAL,
+      queue: cfg.ENDPOINT_WINDOW_QUEUE,
+      pauseAfter: cfg.CIRCUIT_FAILURE_THRESHOLD || 10,
+      pauseMs: 1000,
+      pauseMaxMs: Math.max(1000, cfg.CIRCUIT_COOLDOWN),
+    });
+  }
+
+  /** `slot`: the dispatcher slot of the attempt, given back while it waits for its endpoint's window. */
+  async admit(msg: OutboxMessage, e: Endpoint | null, webhook: WebhookConfig | null, fresh?: () => Promise<WebhookConfig | null>, slot?: DispatchSlot): Promise<Admission> {
     if (!e) return SEND;
     // just disabled, enabled or reset: the cached config may be up to a TTL behind (the fresh copy
     // also replaces the cached one the channel reads next)
@@ -41,17 +60,39 @@ export class EndpointGate {
     if (msg.released === 'give_up') return { kind: 'end', outcome: { outcome: 'dead', reason: 'endpoint_given_up', error: GIVEN_UP, durationMs: 0 } };
     if (msg.kind === 'webhook' && !webhook?.enabled) return SEND;
     const view = this.health.view(e);
-    if (msg.released === 'probe') return SEND; // the half-open circuit's one request, rate limit or not
+    // the half-open circuit's one request, rate limit or window or not (its outcome counts in the window)
+    if (msg.released === 'probe') return { kind: 'send', ticket: this.windows.force(e) };
     if (this.health.enabled && view && view.state !== 'closed') return { kind: 'hold', reason: 'circuit' };
     // behind a rate-limited webhook's backlog, new messages queue (first in, first out); after a
     // circuit closes they are sent at once while the backlog drains at CIRCUIT_RELEASE_RATE
     if (webhook?.rateLimit && !msg.released && view && view.held > 0) return { kind: 'hold', reason: 'rate_limit' };
-    if (webhook?.rateLimit) {
-      const wait = await takeSlot(this.ctx, e, webhook.rateLimit);
-      if (wait === null) return { kind: 'hold', reason: 'rate_limit' };
-      if (wait >= 1) await new Promise((r) => setTimeout(r, wait));
+    let ticket: Ticket;
+    try {
+      ticket = await this.windows.acquire(e, webhook?.maxInFlight ?? null, slot);
+    } catch (err) {
+      if (err instanceof WindowFullError) return { kind: 'hold', reason: 'concurrency' };
+      throw err;
     }
-    return SEND;
+    try {
+      // the circuit may have opened while this message waited for the window
+      const after = this.health.view(e);
+      if (this.health.enabled && after && after.state !== 'closed') {
+        ticket.done(null);
+        return { kind: 'hold', reason: 'circuit' };
+      }
+      if (webhook?.rateLimit) {
+        const wait = await takeSlot(this.ctx, e, webhook.rateLimit);
+        if (wait === null) {
+          ticket.done(null);
+          return { kind: 'hold', reason: 'rate_limit' };
+        }
+        if (wait >= 1) await new Promise((r) => setTimeout(r, wait));
+      }
+    } catch (err) {
+      ticket.done(null);
+      throw err;
+    }
+    return { kind: 'send', ticket };
   }
 
   /**

@@ -1,3 +1,7 @@
+import avro from 'avsc';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { repoRoot } from '../../../src/config.js';
 import { describe, expect, it } from 'vitest';
 import { decodeEvent, encodeEvent, type DeliveryAttempted, type DeliveryEvent } from '../../../src/delivery/events.js';
 import { fold } from '../../../src/delivery/projection/fold.js';
@@ -14,9 +18,16 @@ describe('delivery events', () => {
   it('round-trip through Avro with type and schema version in headers', () => {
     for (const ev of [queued, attempted(1, 'delivered')]) {
       const rec = encodeEvent(ev);
-      expect(rec.headers).toMatchObject({ 'event-type': ev.type, 'schema-version': '1' });
+      expect(rec.headers).toMatchObject({ 'event-type': ev.type, 'schema-version': '2' });
       const back = decodeEvent(rec.headers, rec.value);
-      expect({ ...back!.data }).toEqual(ev.data);
+      expect({ ...back!.data }).toEqual({ ordering_key: null, seq: null, ...ev.data });
+    }
+    // an event written before ordered delivery (version 1) still reads, with no key
+    for (const ev of [queued, attempted(1, 'delivered')]) {
+      const file = ev.type === 'DeliveryQueued' ? 'delivery-queued.avsc' : 'delivery-attempted.avsc';
+      const v1 = avro.Type.forSchema(JSON.parse(readFileSync(path.join(repoRoot, 'schemas', file), 'utf8')));
+      const back = decodeEvent({ 'event-type': ev.type, 'schema-version': '1' }, v1.toBuffer(ev.data));
+      expect({ ...back!.data }).toEqual({ ...ev.data, ordering_key: null, seq: null });
     }
     expect(decodeEvent({ 'event-type': 'Unknown', 'schema-version': '1' }, Buffer.alloc(1))).toBeNull();
   });

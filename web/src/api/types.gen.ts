@@ -278,6 +278,41 @@ export interface ApiResponses {
       } | null;
     };
   };
+  /** Ordering keys whose head delivery has not ended, with how many messages wait behind it */
+  'GET /v1/projects/{ref}/outbox/blocked-keys': {
+    200: {
+      keys: {
+        /** row:<webhook id>:<primary key as a JSON array>, or key:<ordering_key of base.http_request> */
+        ordering_key: string;
+        webhook_id: string | null;
+        /** blocked since (kept while one head follows another) */
+        since: string;
+        /** the delivery every later message of the key waits for */
+        head: {
+          message_id: string;
+          run: number;
+          seq: number;
+          /** retry: failed, on the retry ladder; held: its endpoint holds it; next: just taken from the queue */
+          reason: 'retry' | 'held' | 'next';
+          since: string;
+        };
+        /** messages waiting behind the head */
+        queued: number;
+      }[];
+      /** pass as cursor for the next page; null on the last */
+      next_cursor: string | null;
+    };
+  };
+  /** Unblock an ordering key: its head delivery ends dead (not attempted again) and the next message of the key goes */
+  'POST /v1/projects/{ref}/outbox/blocked-keys/skip': {
+    200: {
+      skipped: {
+        message_id: string;
+      };
+      /** next: the following message of the key was sent on; drained: none waited, the key flows again */
+      next: 'next' | 'drained' | 'not_head';
+    };
+  };
   /** List outbox deliveries, newest first */
   'GET /v1/projects/{ref}/outbox/deliveries': {
     200: {
@@ -308,6 +343,16 @@ export interface ApiResponses {
           status: string | null;
           error: string | null;
           attempts: number;
+        } | null;
+        /** ordered delivery: row:<webhook id>:<primary key> or key:<ordering_key>; null: unordered */
+        ordering_key: string | null;
+        /** the message's place in its ordering key (commit order) */
+        seq: number | null;
+        /** set while the message waits behind the head of its ordering key (GET .../outbox/blocked-keys) */
+        waiting_for: {
+          message_id: string;
+          /** the key is blocked since */
+          since: string;
         } | null;
       }[];
       /** pass as cursor for the next page; null on the last */
@@ -343,6 +388,16 @@ export interface ApiResponses {
         status: string | null;
         error: string | null;
         attempts: number;
+      } | null;
+      /** ordered delivery: row:<webhook id>:<primary key> or key:<ordering_key>; null: unordered */
+      ordering_key: string | null;
+      /** the message's place in its ordering key (commit order) */
+      seq: number | null;
+      /** set while the message waits behind the head of its ordering key (GET .../outbox/blocked-keys) */
+      waiting_for: {
+        message_id: string;
+        /** the key is blocked since */
+        since: string;
       } | null;
       /** truncated to RESPONSE_BODY_LIMIT bytes */
       last_response_body: string | null;
@@ -481,6 +536,8 @@ export interface ApiResponses {
       timeout_ms: number;
       enabled: boolean;
       rate_limit: number | null;
+      ordering: 'none' | 'row';
+      max_in_flight: number | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
@@ -535,6 +592,8 @@ export interface ApiResponses {
       timeout_ms: number;
       enabled: boolean;
       rate_limit: number | null;
+      ordering: 'none' | 'row';
+      max_in_flight: number | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
@@ -591,6 +650,8 @@ export interface ApiResponses {
       timeout_ms: number;
       enabled: boolean;
       rate_limit: number | null;
+      ordering: 'none' | 'row';
+      max_in_flight: number | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
@@ -645,6 +706,8 @@ export interface ApiResponses {
       timeout_ms: number;
       enabled: boolean;
       rate_limit: number | null;
+      ordering: 'none' | 'row';
+      max_in_flight: number | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;

@@ -85,6 +85,7 @@ export function EndpointCell({ hook }: { hook: Webhook }) {
         </span>
       )}
       {hook.rate_limit ? <div class="small">Rate limit: {hook.rate_limit} requests/second</div> : null}
+      {hook.max_in_flight ? <div class="small">At most {plural(hook.max_in_flight, 'request')} in flight per dispatcher</div> : null}
     </div>
   );
 }

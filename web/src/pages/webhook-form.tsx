@@ -17,6 +17,7 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
   const [headers, setHeaders] = useState(formatHeaders(hook?.headers));
   const [timeout, setTimeoutMs] = useState(hook?.timeout_ms ? String(hook.timeout_ms) : '');
   const [rate, setRate] = useState(hook?.rate_limit ? String(hook.rate_limit) : '');
+  const [maxInFlight, setMaxInFlight] = useState(hook?.max_in_flight ? String(hook.max_in_flight) : '');
   const [enabled, setEnabled] = useState(hook?.enabled ?? true);
   const [scheme, setScheme] = useState<'v1' | 'v1a'>(hook?.signature_scheme ?? 'v1');
 
@@ -32,6 +33,10 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
     if (rateText && !(/^\d+$/.test(rateText) && Number(rateText) >= 1 && Number(rateText) <= 10_000)) {
       throw new ApiFailure(0, 'invalid_rate_limit', 'The rate limit is a whole number of requests per second from 1 to 10000, or empty for no limit.');
     }
+    const inFlightText = maxInFlight.trim();
+    if (inFlightText && !(/^\d+$/.test(inFlightText) && Number(inFlightText) >= 1 && Number(inFlightText) <= 1000)) {
+      throw new ApiFailure(0, 'invalid_max_in_flight', 'The maximum in flight is a whole number of requests from 1 to 1000, or empty for the adaptive window alone.');
+    }
     // only UPDATE can be filtered by column; an empty field means every UPDATE fires
     const listed = events.includes('UPDATE') ? [...new Set(columns.split(',').map((c) => c.trim()).filter(Boolean))] : [];
     const update_columns = listed.length ? listed : null;
@@ -39,6 +44,7 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
     if (timeout) body.timeout_ms = Number(timeout);
     // empty: no limit (null clears one); a new webhook without one sends nothing
     if (rateText || hook) body.rate_limit = rateText ? Number(rateText) : null;
+    if (inFlightText || hook) body.max_in_flight = inFlightText ? Number(inFlightText) : null;
     if (!hook) return onSaved(await api<Webhook>('POST', base, body));
     const changed = Object.fromEntries(
       Object.entries(body).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify((hook as unknown as Record<string, unknown>)[k])),
@@ -108,6 +114,16 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
         max={10000}
         placeholder="no limit"
         hint="At most this many requests per second to the URL, across all dispatchers; changes beyond it wait their turn without spending an attempt. Empty: no limit."
+      />
+      <Field
+        label="Max requests in flight"
+        type="number"
+        value={maxInFlight}
+        onInput={setMaxInFlight}
+        min={1}
+        max={1000}
+        placeholder="adaptive"
+        hint="At most this many requests at once to the URL, per dispatcher process. The service already starts every endpoint with a few and sends more while it answers (slow start); this caps it. Empty: adaptive only."
       />
       <Select
         label="Signature"

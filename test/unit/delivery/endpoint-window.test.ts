@@ -1,0 +1,99 @@
+// Slow start (src/delivery/endpoints/window.ts): the window grows on answers, halves once per round
+// trip on faults, pauses after a run of faults, and waiting attempts give their dispatcher slot back.
+import { describe, expect, it } from 'vitest';
+import { EndpointWindows, WindowFullError, type Ticket } from '../../../src/delivery/endpoints/window.js';
+import { Limiter, LimiterSlot } from '../../../src/delivery/consume/offsets.js';
+import type { AttemptOutcome } from '../../../src/outbound/index.js';
+
+const e = { project: 'p', key: 'webhook:1', webhookId: '1' };
+const ok: Pick<AttemptOutcome, 'outcome' | 'reason' | 'httpStatus'> = { outcome: 'delivered', reason: 'accepted', httpStatus: 200 };
+const down = { outcome: 'failed' as const, reason: 'http_status' as const, httpStatus: 503 };
+const opts = { max: 1000, initial: 4, queue: 1000, pauseAfter: 10, pauseMs: 60_000, pauseMaxMs: 60_000 };
+
+/** Starts n acquisitions; returns the tickets granted so far (the rest resolve later). */
+function burst(w: EndpointWindows, n: number, cap: number | null = null) {
+  const granted: Ticket[] = [];
+  const all = Array.from({ length: n }, () => w.acquire(e, cap).then((t) => (granted.push(t), t)));
+  return { granted, all };
+}
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('endpoint windows (slow start)', () => {
+  it('starts small and doubles every round trip while the endpoint answers', async () => {
+    const w = new EndpointWindows(opts);
+    const { granted } = burst(w, 200);
+    await tick();
+    expect(granted.length).toBe(4);
+    const rounds: number[] = [];
+    let done = 0;
+    while (done < 200) {
+      const round = granted.slice(done);
+      rounds.push(round.length);
+      for (const t of round) t.done(ok);
+      done += round.length;
+      await tick();
+    }
+    expect(rounds.slice(0, 5)).toEqual([4, 8, 16, 32, 64]);
+  });
+
+  it('a burst to a dead endpoint costs about pauseAfter attempts, then nothing until the pause ends', async () => {
+    const w = new EndpointWindows(opts);
+    const { granted } = burst(w, 300);
+    let sent = 0;
+    for (let i = 0; i < 50; i++) {
+      await tick();
+      const round = granted.slice(sent);
+      if (round.length === 0) break;
+      sent += round.length;
+      for (const t of round) t.done(down);
+    }
+    expect(sent).toBeLessThanOrEqual(12);
+    expect(w.limit(e)).toBe(0);
+  });
+
+  it('halves once per round trip, so a few faults among many answers do not collapse it', async () => {
+    const w = new EndpointWindows({ ...opts, initial: 64 });
+    const { granted } = burst(w, 64);
+    await tick();
+    expect(granted.length).toBe(64);
+    granted.slice(0, 5).forEach((t) => t.done(down));
+    expect(w.limit(e)).toBe(32);
+  });
+
+  it('caps at max_in_flight and lets answers that say nothing of the endpoint leave it alone', async () => {
+    const w = new EndpointWindows(opts);
+    const { granted } = burst(w, 100, 3);
+    await tick();
+    expect(granted.length).toBe(3);
+    for (let i = 0; i < 10; i++) {
+      granted.slice(-3).forEach((t) => t.done(ok));
+      await tick();
+    }
+    expect(w.limit(e)).toBe(3);
+    const before = w.limit(e);
+    granted.at(-1)!.done({ outcome: 'failed', reason: 'internal' as never, httpStatus: undefined });
+    expect(w.limit(e)).toBe(before);
+  });
+
+  it('holds (WindowFullError) beyond the queue bound', async () => {
+    const w = new EndpointWindows({ ...opts, queue: 2 });
+    const { all } = burst(w, 8); // 4 in the window, 2 wait, 2 too many
+    const settled = await Promise.race([Promise.allSettled(all.slice(6)), new Promise((r) => setTimeout(r, 50, 'pending'))]);
+    expect(settled).not.toBe('pending');
+    expect((settled as PromiseSettledResult<Ticket>[]).every((s) => s.status === 'rejected' && s.reason instanceof WindowFullError)).toBe(true);
+  });
+
+  it('a waiting attempt gives its dispatcher slot back and takes one again before it sends', async () => {
+    const limiter = new Limiter(2);
+    const w = new EndpointWindows({ ...opts, initial: 1 });
+    const slots = [0, 1].map(() => new LimiterSlot(limiter, async () => {}, () => false));
+    for (const _ of slots) await limiter.acquire(async () => {}, () => false);
+    const first = await w.acquire(e, null, slots[0]);
+    const second = w.acquire(e, null, slots[1]);
+    await tick();
+    expect(limiter.active).toBe(1); // the second waits for the window without a slot
+    first.done(ok);
+    await second;
+    expect(limiter.active).toBe(2);
+  });
+});
