@@ -6,7 +6,7 @@ export type Route =
   | { page: 'projects' }
   | { page: 'project'; ref: string; section: Section; id?: string };
 
-export const sections = ['overview', 'sso', 'webhooks', 'secrets', 'smtp', 'deliveries', 'users', 'audit'] as const;
+export const sections = ['overview', 'sso', 'webhooks', 'secrets', 'smtp', 'deliveries', 'blocked-keys', 'users', 'audit'] as const;
 export type Section = (typeof sections)[number];
 
 export function parseRoute(hash: string): Route {

@@ -27,6 +27,10 @@ export type Delivery = DeliveryPage['deliveries'][number];
 export type DeliveryStatus = Delivery['status'];
 export type DeliveryDetail = Answer<'GET /v1/projects/{ref}/outbox/deliveries/{id}'>;
 export type Attempt = DeliveryDetail['attempt_history'][number];
+/** Ordered delivery: keys whose head delivery has not ended, and skipping a head. */
+export type BlockedKeysPage = Answer<'GET /v1/projects/{ref}/outbox/blocked-keys'>;
+export type BlockedKey = BlockedKeysPage['keys'][number];
+export type SkipResult = Answer<'POST /v1/projects/{ref}/outbox/blocked-keys/skip'>;
 
 export type AuditEntry = Answer<'GET /v1/projects/{ref}/audit'>[number];
 

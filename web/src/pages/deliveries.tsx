@@ -7,7 +7,7 @@ import type { Delivery, DeliveryPage } from '../types';
 import { Empty, Failure, Loading } from '../ui/feedback';
 import { Select } from '../ui/form';
 import { Pager, usePager } from '../ui/pager';
-import { DeliveryView, StatusBadge, lastResult } from './delivery-detail';
+import { DeliveryView, OrderingLine, StatusBadge, lastResult } from './delivery-detail';
 import { Replay } from './replay';
 import { CaptureLine } from './capture';
 import { EndpointsPanel } from './endpoints';
@@ -78,6 +78,7 @@ function DeliveryList({ project }: SectionProps) {
         <button type="button" class="primary" onClick={() => setReplaying(true)}>
           Replay many…
         </button>
+        <a href={href(project.ref, 'blocked-keys')}>Blocked keys</a>
       </div>
       {load.error && !rows && <Failure error={load.error} />}
       {!rows && !load.error && <Loading what="Loading deliveries" />}
@@ -107,6 +108,7 @@ function DeliveryList({ project }: SectionProps) {
                     {d.method ? `${d.method} ` : ''}
                     {d.target}
                   </a>
+                  <OrderingLine project={project} d={d} />
                 </td>
                 <td>{d.attempts}</td>
                 <td class="wrap">{lastResult(d)}</td>

@@ -18,6 +18,37 @@ export function lastResult(d: Delivery): string {
   return [code, d.last_error].filter(Boolean).join(': ') || '—';
 }
 
+/** "waiting behind <head> since <time>": a message queued behind the head of its ordering key. */
+export function WaitingFor({ project, d }: { project: Project; d: Delivery }) {
+  if (!d.waiting_for) return null;
+  return (
+    <>
+      waiting behind{' '}
+      <a class="mono" href={href(project.ref, 'deliveries', d.waiting_for.message_id)} aria-label={`head delivery ${d.waiting_for.message_id}`}>
+        {d.waiting_for.message_id}
+      </a>{' '}
+      since {when(d.waiting_for.since)}
+    </>
+  );
+}
+
+/** Under a delivery's target in the list: its ordering key and place, and what it waits for. */
+export function OrderingLine({ project, d }: { project: Project; d: Delivery }) {
+  if (!d.ordering_key) return null;
+  return (
+    <div class="small dim ordering">
+      <span class="mono">{d.ordering_key}</span>
+      {d.seq != null && ` · seq ${d.seq}`}
+      {d.waiting_for && (
+        <>
+          {' · '}
+          <WaitingFor project={project} d={d} />
+        </>
+      )}
+    </div>
+  );
+}
+
 export function DeliveryView({ project, id }: { project: Project; id: string }) {
   const path = `projects/${seg(project.ref)}/outbox/deliveries/${seg(id)}`;
   const d = useResource<DeliveryDetail>(path);
@@ -62,6 +93,23 @@ export function DeliveryView({ project, id }: { project: Project; id: string }) 
               {d.data.method ? `${d.data.method} ` : ''}
               {d.data.target}
             </dd>
+            {d.data.ordering_key && (
+              <>
+                <dt>Ordering key</dt>
+                <dd>
+                  <span class="mono wrap">{d.data.ordering_key}</span>
+                  {d.data.seq != null && <span class="dim"> · seq {d.data.seq}</span>}
+                </dd>
+              </>
+            )}
+            {d.data.waiting_for && (
+              <>
+                <dt>Waiting</dt>
+                <dd>
+                  <WaitingFor project={project} d={d.data} /> (the head of its key; <a href={href(project.ref, 'blocked-keys')}>blocked keys</a>)
+                </dd>
+              </>
+            )}
             <dt>Attempts</dt>
             <dd>
               {d.data.attempts} in this run{d.data.run > 1 ? ` (run ${d.data.run}, ${d.data.total_attempts} in all)` : ''}

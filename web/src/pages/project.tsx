@@ -11,6 +11,7 @@ import { Webhooks } from './webhooks';
 import { Secrets } from './secrets';
 import { SmtpSettings } from './smtp';
 import { Deliveries } from './deliveries';
+import { BlockedKeys } from './blocked-keys';
 import { Users } from './users';
 import { Audit } from './audit';
 
@@ -21,9 +22,13 @@ const labels: Record<Section, string> = {
   secrets: 'Secrets',
   smtp: 'SMTP',
   deliveries: 'Deliveries',
+  'blocked-keys': 'Blocked keys',
   users: 'Users',
   audit: 'Audit trail',
 };
+
+/** Sections shown indented under the one before them (blocked keys belong to the outbox's deliveries). */
+const sub = new Set<Section>(['blocked-keys']);
 
 export function ProjectPage({ route }: { route: Extract<Route, { page: 'project' }> }) {
   const project = useResource<Project>(`projects/${encodeURIComponent(route.ref)}`);
@@ -43,7 +48,7 @@ export function ProjectPage({ route }: { route: Extract<Route, { page: 'project'
         </p>
         <ul>
           {(Object.keys(labels) as Section[]).map((s) => (
-            <li key={s}>
+            <li key={s} class={sub.has(s) ? 'sub' : undefined}>
               <a href={href(p.ref, s)} aria-current={route.section === s ? 'page' : undefined}>
                 {labels[s]}
               </a>
@@ -61,6 +66,7 @@ export function ProjectPage({ route }: { route: Extract<Route, { page: 'project'
         {route.section === 'secrets' && <Secrets {...props} />}
         {route.section === 'smtp' && <SmtpSettings {...props} />}
         {route.section === 'deliveries' && <Deliveries {...props} />}
+        {route.section === 'blocked-keys' && <BlockedKeys {...props} />}
         {route.section === 'users' && <Users {...props} />}
         {route.section === 'audit' && <Audit {...props} />}
       </section>

@@ -19,6 +19,8 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
   const [rate, setRate] = useState(hook?.rate_limit ? String(hook.rate_limit) : '');
   const [maxInFlight, setMaxInFlight] = useState(hook?.max_in_flight ? String(hook.max_in_flight) : '');
   const [enabled, setEnabled] = useState(hook?.enabled ?? true);
+  // '' on create: the service's default (row order when the table has a primary key)
+  const [ordering, setOrdering] = useState<'' | Webhook['ordering']>(hook?.ordering ?? '');
   const [scheme, setScheme] = useState<'v1' | 'v1a'>(hook?.signature_scheme ?? 'v1');
 
   const save = useAction(async () => {
@@ -41,6 +43,7 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
     const listed = events.includes('UPDATE') ? [...new Set(columns.split(',').map((c) => c.trim()).filter(Boolean))] : [];
     const update_columns = listed.length ? listed : null;
     const body: Record<string, unknown> = { name: name.trim() || table.trim(), table: table.trim(), events, update_columns, url: url.trim(), headers: parsedHeaders, enabled, signature_scheme: scheme };
+    if (ordering) body.ordering = ordering;
     if (timeout) body.timeout_ms = Number(timeout);
     // empty: no limit (null clears one); a new webhook without one sends nothing
     if (rateText || hook) body.rate_limit = rateText ? Number(rateText) : null;
@@ -124,6 +127,21 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
         max={1000}
         placeholder="adaptive"
         hint="At most this many requests at once to the URL, per dispatcher process. The service already starts every endpoint with a few and sends more while it answers (slow start); this caps it. Empty: adaptive only."
+      />
+      <Select
+        label="Ordering"
+        value={ordering}
+        onChange={setOrdering}
+        options={[
+          ...(hook ? [] : [['', 'Default: row order if the table has a primary key, else none'] as ['', string]]),
+          ['row', 'Row order'],
+          ['none', 'None'],
+        ]}
+        hint={
+          ordering === 'none'
+            ? 'Changes are sent as they come, in parallel: two changes of one row may arrive out of order.'
+            : 'The changes of one row are sent in commit order, each after the previous one has a final outcome (needs a primary key).'
+        }
       />
       <Select
         label="Signature"

@@ -103,6 +103,9 @@ export function Webhooks({ project }: SectionProps) {
                 <td>
                   <code>{h.table}</code>{' '}
                   <span class="dim">{h.events.map((e) => (e === 'UPDATE' && h.update_columns ? `UPDATE of ${h.update_columns.join(', ')}` : e)).join(', ')}</span>
+                  <div class="small dim" title={h.ordering === 'row' ? "each row's changes in commit order, one after another" : 'changes sent in parallel, in no set order'}>
+                    {h.ordering === 'row' ? 'ordered per row' : 'not ordered'}
+                  </div>
                 </td>
                 <td class="mono wrap webhook-url">{h.url}</td>
                 <td>

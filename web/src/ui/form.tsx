@@ -99,11 +99,11 @@ export function Check({ label, checked, onChange, hint }: { label: string; check
   );
 }
 
-export function Select<T extends string>({ label, value, options, onChange }: { label: string; value: T; options: [T, string][]; onChange: (v: T) => void }) {
+export function Select<T extends string>({ label, value, options, onChange, hint }: { label: string; value: T; options: [T, string][]; onChange: (v: T) => void; hint?: ComponentChildren }) {
   const id = useId('s');
   return (
-    <Labelled id={id} label={label}>
-      <select id={id} value={value} onChange={(e) => onChange(e.currentTarget.value as T)}>
+    <Labelled id={id} label={label} hint={hint}>
+      <select id={id} value={value} onChange={(e) => onChange(e.currentTarget.value as T)} aria-describedby={hintOf(id, hint)}>
         {options.map(([v, text]) => (
           <option key={v} value={v}>
             {text}
