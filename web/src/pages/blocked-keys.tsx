@@ -115,7 +115,7 @@ export function BlockedKeys({ project }: SectionProps) {
               const r = reasons[k.head.reason] ?? { tone: 'muted' as const, text: k.head.reason, title: '' };
               return (
                 <tr key={k.ordering_key} data-key={k.ordering_key}>
-                  <td>
+                  <td class="ordering-key">
                     <OrderingKey value={k.ordering_key} />
                   </td>
                   <td>{k.webhook_id ? (names.get(k.webhook_id) ?? <span class="mono">{k.webhook_id}</span>) : <span class="dim">base.http_request</span>}</td>
