@@ -23,5 +23,5 @@ export async function replayCommand(ctx: AppContext, v: Record<string, string | 
     { statuses, since: date('since'), until: date('until'), webhookId: v.webhook, host: v.host },
     tty ? (phase, done, total) => process.stderr.write(`\r${phase === 'reading' ? 'reading the log' : 'enqueueing'}: ${done}/${total}   ${done >= total ? '\n' : ''}`) : undefined,
   );
-  return { matched: out.matched, replayed: out.replayed, not_found: out.not_found.length, not_found_ids: out.not_found.slice(0, 100) };
+  return { matched: out.matched, replayed: out.replayed, superseded: out.superseded.length, not_found: out.not_found.length, not_found_ids: out.not_found.slice(0, 100) };
 }

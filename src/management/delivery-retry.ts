@@ -15,15 +15,16 @@ import { deliveryState } from './delivery-store.js';
 const replayAnswer = {
   description: 'the matching deliveries are back on the log as new runs',
   type: 'object',
-  required: ['matched', 'replayed', 'not_found', 'not_found_ids'],
+  required: ['matched', 'replayed', 'superseded', 'not_found', 'not_found_ids'],
   properties: {
     matched: { type: 'integer' },
     replayed: { type: 'integer' },
+    superseded: { type: 'integer', description: 'ordered deliveries left out: a later message of their ordering key was delivered or is on its way (docs/delivery.md, Ordered delivery)' },
     not_found: { type: 'integer', description: 'matched, but no longer on the log (retention passed)' },
     not_found_ids: { type: 'array', items: { type: 'string' }, description: 'the first 100 of those' },
   },
 } as const;
-const conflict = { 409: { description: 'delivery_not_retryable', type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } } };
+const conflict = { 409: { description: 'delivery_not_retryable, or delivery_superseded (an ordered delivery whose key has a later message delivered or on its way)', type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } } };
 
 interface ReplayBody {
   status?: ReplayStatus | ReplayStatus[];
@@ -60,6 +61,7 @@ export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContex
         throw new ApiError('delivery_not_retryable', status === 'delivered' ? 'The delivery was delivered; it cannot be retried.' : 'The delivery has not finished its current attempt; retry it once it is failed or dead.');
       }
       const out = await replayDeliveries(ctx, req.params.ref, { statuses: [status], ids: [id] });
+      if (out.superseded.length > 0) throw new ApiError('delivery_superseded');
       if (out.replayed === 0) {
         if (out.matched === 0) throw new ApiError('delivery_not_retryable', 'The delivery changed state meanwhile; look at it again.');
         throw new ApiError('delivery_not_retryable', 'The message is no longer on the log (retention passed), so it cannot be sent again.');
@@ -113,7 +115,7 @@ export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContex
         details: { status: statuses, since: b.since ?? null, until: b.until ?? null, webhook_id: b.webhook_id ?? null, host: b.host ?? null, replayed: out.replayed },
       });
       reply.code(202);
-      return { matched: out.matched, replayed: out.replayed, not_found: out.not_found.length, not_found_ids: out.not_found.slice(0, 100) };
+      return { matched: out.matched, replayed: out.replayed, superseded: out.superseded.length, not_found: out.not_found.length, not_found_ids: out.not_found.slice(0, 100) };
     },
   );
 }

@@ -159,7 +159,13 @@ describe('ordered delivery', () => {
       const heads = await svc.ctx.db.query('select reason, count(*)::int as n from ordering_heads group by reason');
       const queued = await svc.ctx.db.query('select count(*)::int as n from ordering_queue');
       const behind = [...Array(ROWS).keys()].filter((i) => rows.acked.get(String(i + 1)) !== last).slice(0, 5).map((i) => `${i + 1}@${rows.acked.get(String(i + 1))}`);
-      return `rows behind: ${behind.join(' ')}; heads ${JSON.stringify(heads.rows)}; queued ${queued.rows[0].n}; requests ${rows.requests}`;
+      const stuck = await svc.ctx.db.query(
+        `select h.ordering_key, h.message_id, h.run, h.reason, h.head_since,
+                (select json_agg(json_build_object('run', l.run, 'attempt', l.attempt, 'outcome', l.outcome, 'final', l.final)) from delivery_ledger l where l.message_id = h.message_id) as ledger,
+                (select json_build_object('status', d.status, 'attempts', d.attempts, 'run', d.run) from deliveries d where d.id = h.message_id) as delivery
+           from ordering_heads h`,
+      );
+      return `rows behind: ${behind.join(' ')}; heads ${JSON.stringify(heads.rows)}; queued ${queued.rows[0].n}; requests ${rows.requests}; stuck ${JSON.stringify(stuck.rows)}; child log: ${childLog.slice(-3000)}`;
     };
     await eventually(async () => [...Array(ROWS).keys()].every((i) => rows.acked.get(String(i + 1)) === last), 200_000, 'every row\'s last version').catch(async (e) => {
       throw new Error(`${(e as Error).message}: ${await state()}`);
@@ -224,4 +230,46 @@ describe('ordered delivery', () => {
     }, 30_000, 'the next call to head the key');
     expect((await call('POST', '/outbox/blocked-keys/skip', { ordering_key: 'key:nothing' })).body.code).toBe('ordering_key_not_blocked');
   }, 200_000);
+
+  it('never sends an older message of a key again after a newer one, and a failed head retried by hand stays the head', async () => {
+    const enqueue = async (path: string, key: string, v: number) =>
+      (await db.query(`select base.http_request('POST', $1, '{}'::jsonb, $2::jsonb, ordering_key => $3) as id`, [`${calls.url}${path}`, JSON.stringify({ k: key, v }), key])).rows[0].id as string;
+    const blockedHead = async (key: string) => ((await call('GET', '/outbox/blocked-keys')).body.keys as any[]).find((k) => k.ordering_key === `key:${key}`);
+
+    // r1: the first call fails and is skipped, the second is delivered; the first may not go again
+    await db.query('begin');
+    const a = await enqueue('/fail/r1', 'r1', 0);
+    await enqueue('/calls', 'r1', 1);
+    await db.query('commit');
+    await eventually(async () => (await blockedHead('r1'))?.head.message_id === a, 30_000, 'r1 blocked by its first call');
+    expect((await call('POST', '/outbox/blocked-keys/skip', { ordering_key: 'key:r1' })).status).toBe(200);
+    await eventually(async () => calls.acked.get('r1') === 1, 30_000, 'the second call of r1 delivered');
+    await eventually(async () => (await call('GET', `/outbox/deliveries/${a}`)).body.status === 'dead', 30_000, 'the skipped call dead');
+    const retry = await call('POST', `/outbox/deliveries/${a}/retry`);
+    expect(retry.status).toBe(409);
+    expect(retry.body.code).toBe('delivery_superseded');
+    const replay = await call('POST', '/outbox/replay', { status: 'dead' });
+    expect(replay.status).toBe(202);
+    expect(replay.body.superseded).toBeGreaterThanOrEqual(1);
+
+    // r2: a failing head retried by hand stays the head (with its new run), and its key stays blocked
+    await db.query('begin');
+    const c = await enqueue('/fail/r2', 'r2', 0);
+    await enqueue('/calls', 'r2', 1);
+    await db.query('commit');
+    await eventually(async () => {
+      const h = await blockedHead('r2');
+      return h?.head.message_id === c && h.queued === 1 && (await call('GET', `/outbox/deliveries/${c}`)).body.status === 'failed';
+    }, 30_000, 'r2 blocked by its failed first call');
+    const again = await call('POST', `/outbox/deliveries/${c}/retry`);
+    expect(again.status, JSON.stringify(again.body)).toBe(202);
+    expect(again.body.run).toBe(2);
+    // past a sweep of the ordering keys (every 5 s): the closed run 1 did not let the key go
+    await new Promise((r) => setTimeout(r, 6000));
+    const h = await blockedHead('r2');
+    expect(h.head.message_id).toBe(c);
+    expect(h.head.run).toBe(2);
+    expect(h.queued).toBe(1);
+    expect(calls.acked.get('r2')).toBeUndefined();
+  }, 120_000);
 });

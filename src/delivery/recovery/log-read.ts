@@ -63,7 +63,8 @@ export async function readBack(ctx: Pick<AppContext, 'kafka' | 'cfg' | 'log'>, o
             if (offset < range[0] || offset >= range[1]) continue;
             scanned++;
             reached.set(key, offset);
-            const id = m.key?.toString();
+            // the id header: an ordered message is keyed by its ordering key, not its id
+            const id = (Array.isArray(m.headers?.id) ? m.headers?.id[0] : m.headers?.id)?.toString() ?? m.key?.toString();
             const maxRun = id ? opts.wanted.get(id) : undefined;
             if (maxRun === undefined) continue;
             try {

@@ -11,6 +11,11 @@
 //      outbox topic with run + 1, attempt 1, due now and run-started-at = now (a new run has the
 //      whole budget again: MAX_ATTEMPTS attempts and MAX_MESSAGE_AGE from now), and a
 //      DeliveryQueued event makes the delivery `pending` at once.
+//   4. Ordered messages (ordering/keys.ts) keep their key's order: one with a later message of its
+//      key delivered, or on its way while this one is not the key's head, is not sent again
+//      (`superseded`): the receiver would get an older state after a newer one. One that may go is produced keyed by its
+//      key, so it meets the key's other messages in one partition and waits behind its head, if any;
+//      a failed head retried by hand stays the head, with its new run.
 import type { AppContext } from '../../context.js';
 import { encodeEvent } from '../events.js';
 import { readBack } from './log-read.js';
@@ -33,6 +38,8 @@ export interface ReplayFilter {
 export interface ReplayResult {
   matched: number;
   replayed: number;
+  /** ordered deliveries not sent again: a later message of their key was delivered or is on its way */
+  superseded: string[];
   /** deliveries whose message was no longer on the log (retention) and could not be replayed */
   not_found: string[];
   runs: Record<string, number>;
@@ -49,6 +56,9 @@ interface Row {
   callback_function: string | null;
   created_micros: string;
   updated_ms: string;
+  ordering_key: string | null;
+  seq: string | null;
+  superseded: boolean;
 }
 
 const READ_BACK_MARGIN_MS = 5 * 60_000;
@@ -70,21 +80,29 @@ export async function replayDeliveries(
   progress?: (phase: 'reading' | 'enqueueing', done: number, total: number) => void,
 ): Promise<ReplayResult> {
   const params: unknown[] = [ref, filter.statuses];
-  const where = ['project_ref = $1', 'status = any($2::text[])'];
-  if (filter.since) where.push(`created_at >= $${params.push(filter.since)}`);
-  if (filter.until) where.push(`created_at < $${params.push(filter.until)}`);
-  if (filter.webhookId) where.push(`webhook_id = $${params.push(filter.webhookId)}`);
-  if (filter.ids) where.push(`id = any($${params.push(filter.ids)}::uuid[])`);
+  const where = ['d.project_ref = $1', 'd.status = any($2::text[])'];
+  if (filter.since) where.push(`d.created_at >= $${params.push(filter.since)}`);
+  if (filter.until) where.push(`d.created_at < $${params.push(filter.until)}`);
+  if (filter.webhookId) where.push(`d.webhook_id = $${params.push(filter.webhookId)}`);
+  if (filter.ids) where.push(`d.id = any($${params.push(filter.ids)}::uuid[])`);
   const r = await ctx.db.query<Row>(
-    `select id, run, status, kind, target, method, webhook_id, callback_function,
-            ((extract(epoch from message_created_at) * 1000000)::bigint)::text as created_micros,
-            ((extract(epoch from updated_at) * 1000)::bigint)::text as updated_ms
-       from deliveries where ${where.join(' and ')}`,
+    `select d.id, d.run, d.status, d.kind, d.target, d.method, d.webhook_id, d.callback_function, d.ordering_key, d.seq::text,
+            ((extract(epoch from d.message_created_at) * 1000000)::bigint)::text as created_micros,
+            ((extract(epoch from d.updated_at) * 1000)::bigint)::text as updated_ms,
+            -- a later message of the key delivered, or on its way while this one is not the key's
+            -- head (a head's later messages wait behind it, whatever its run)
+            (d.ordering_key is not null and exists (
+               select 1 from deliveries l
+                where l.project_ref = d.project_ref and l.ordering_key = d.ordering_key and l.seq > d.seq
+                  and (l.status = 'delivered' or (l.status <> 'dead' and not exists (
+                        select 1 from ordering_heads h where h.project_ref = d.project_ref and h.ordering_key = d.ordering_key and h.message_id = d.id))))) as superseded
+       from deliveries d where ${where.join(' and ')}`,
     params,
   );
   const host = filter.host?.replace(/^\[|\]$/g, '').toLowerCase();
-  const rows = host ? r.rows.filter((x) => targetHost(x.target) === host) : r.rows;
-  const result: ReplayResult = { matched: rows.length, replayed: 0, not_found: [], runs: {} };
+  const all = host ? r.rows.filter((x) => targetHost(x.target) === host) : r.rows;
+  const rows = all.filter((x) => !x.superseded);
+  const result: ReplayResult = { matched: all.length, replayed: 0, superseded: all.filter((x) => x.superseded).map((x) => x.id), not_found: [], runs: {} };
   if (rows.length === 0) return result;
 
   const topics = [
@@ -118,6 +136,16 @@ export async function replayDeliveries(
 }
 
 async function requeue(ctx: AppContext, ref: string, chunk: { row: Row; msg: OutboxMessage }[]): Promise<void> {
+  // a head retried by hand stays its key's head with the new run (before its old run is closed:
+  // the ordering sweep would otherwise take the closed run for the head's end and let the key go)
+  const heads = chunk.filter((c) => c.msg.orderingKey);
+  if (heads.length > 0) {
+    await ctx.db.query(
+      `update ordering_heads h set run = x.run + 1 from unnest($2::uuid[], $3::int[]) as x(id, run)
+        where h.project_ref = $1 and h.message_id = x.id and h.run = x.run`,
+      [ref, heads.map((c) => c.row.id), heads.map((c) => c.row.run)],
+    );
+  }
   await supersedeRuns(ctx.db, ref, chunk.map((c) => c.row));
   const now = Date.now();
   await ctx.producer.send({
@@ -142,6 +170,8 @@ async function requeue(ctx: AppContext, ref: string, chunk: { row: Row; msg: Out
           callback_function: row.callback_function,
           message_created_at: Number(row.created_micros),
           queued_at: now,
+          ordering_key: msg.orderingKey ?? null,
+          seq: msg.seq ?? null,
         },
       }),
     ),

@@ -449,6 +449,8 @@ export interface ApiResponses {
     202: {
       matched: number;
       replayed: number;
+      /** ordered deliveries left out: a later message of their ordering key was delivered or is on its way (docs/delivery.md, Ordered delivery) */
+      superseded: number;
       /** matched, but no longer on the log (retention passed) */
       not_found: number;
       /** the first 100 of those */
