@@ -139,6 +139,19 @@ describe('ordered delivery', () => {
     expect(hook.status).toBe(201);
     expect(hook.body.ordering).toBe('row');
     child = startDispatcher();
+    // Both dispatchers in the groups before the first change: a partition moving between two live
+    // processes may let an attempt in flight on the old owner finish after the new owner's next one
+    // (docs/delivery.md, "Ordered delivery", limits); a process killed sends nothing more.
+    const admin = svc.ctx.kafka.admin();
+    await admin.connect();
+    try {
+      await eventually(async () => {
+        const { groups } = await admin.describeGroups([svc.ctx.groups.dispatcher, svc.ctx.groups.retry]);
+        return groups.every((g) => g.state === 'Stable' && g.members.length === 2);
+      }, 120_000, `the second dispatcher to join (${childLog})`);
+    } finally {
+      await admin.disconnect();
+    }
     await db.query(`insert into public.accounts select i, 0 from generate_series(1, ${ROWS}) i`);
     for (let v = 1; v < VERSIONS; v++) {
       // one transaction per update of each row, in a shuffled order of rows, a few at a time
@@ -272,4 +285,11 @@ describe('ordered delivery', () => {
     expect(h.queued).toBe(1);
     expect(calls.acked.get('r2')).toBeUndefined();
   }, 120_000);
+
+  it('advances a head whose final outcome was recorded but whose advance was cut off (the sweep)', async () => {
+    const id = '7f1c2d3e-4b5a-4c6d-8e9f-0a1b2c3d4e5f';
+    await svc.ctx.db.query(`insert into ordering_heads (project_ref, ordering_key, message_id, run, seq, reason) values ($1, 'key:cut', $2, 1, 1, 'retry')`, [project.ref, id]);
+    await svc.ctx.db.query(`insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final) values ($1, $2, 1, 2, 'delivered', true)`, [project.ref, id]);
+    await eventually(async () => (await svc.ctx.db.query(`select 1 from ordering_heads where project_ref = $1 and ordering_key = 'key:cut'`, [project.ref])).rowCount === 0, 20_000, 'the sweep to end the block');
+  }, 30_000);
 });
