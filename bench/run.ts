@@ -134,7 +134,9 @@ async function main() {
   for (const t of TABLES) await db.query(tableDdl(t));
 
   // webhooks first: creating the first one enables the outbox (connector and slot)
-  const hooked = await webhook(service, { name: 'bench', table: 'public.bench_hooked', events: ['INSERT'], url: receipts.url('/hook') });
+  // BENCH_ORDERING: the webhook's ordering, row (the default on a table with a primary key) or none
+  const ordering = process.env.BENCH_ORDERING === 'none' ? 'none' : 'row';
+  const hooked = await webhook(service, { name: 'bench', table: 'public.bench_hooked', events: ['INSERT'], url: receipts.url('/hook'), ordering });
   const hang = await webhook(service, { name: 'bench-hang', table: 'public.bench_hang', events: ['INSERT'], url: receipts.url('/hang', receipts.hangPort), timeout_ms: 2000 });
   const triggers = await db.query(`select tgrelid::regclass::text as t from pg_trigger where not tgisinternal and tgrelid::regclass::text in ('bench_hooked', 'bench_hang')`);
   await db.end();

@@ -227,6 +227,11 @@ describe('delivery of base.http_request', () => {
   });
 
   it('keeps delivering to other targets while one target hangs', async () => {
+    // A receiver of its own: the earlier tests' failures (timeouts, 5xx retried on the ladder) leave
+    // the shared receiver's endpoint window paused, and a paused window's one try hanging here would
+    // hold its other messages for the try's timeout (docs/delivery.md, "Slow start").
+    const receiver = new Receiver();
+    await receiver.start('127.0.0.2');
     receiver.answer('/hang', { hang: true });
     const slow = await enqueue('POST', `${receiver.url}/hang`, { timeoutMs: 60_000 });
     await eventually(async () => receiver.hanging > 0, 30_000, 'the hanging request');
@@ -242,6 +247,7 @@ describe('delivery of base.http_request', () => {
     expect(receiver.to('/hang')).toHaveLength(1);
     receiver.release(200);
     expect((await final(slow)).status).toBe('delivered');
+    await receiver.stop();
   });
 
   it('lists deliveries newest first with cursor pagination and filters, owner only', async () => {
