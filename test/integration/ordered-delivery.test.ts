@@ -16,7 +16,7 @@ import { startTestService, type TestProject, type TestService } from '../helpers
 
 const ROWS = 200;
 const VERSIONS = 20;
-const RETRIES = { RETRY_DELAYS: '1s,1s,2s,2s,3s,3s,3s', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '6s' };
+const RETRIES = { RETRY_DELAYS: '1s,1s,2s,2s,3s,3s,3s', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '6s', ENDPOINT_WINDOW_INITIAL: '64' };
 
 /**
  * Keeps, per key, the highest version it acknowledged, and notes every request that carries an
@@ -296,4 +296,66 @@ describe('ordered delivery', () => {
     await svc.ctx.db.query(`insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final) values ($1, $2, 1, 2, 'delivered', true)`, [project.ref, id]);
     await eventually(async () => (await svc.ctx.db.query(`select 1 from ordering_heads where project_ref = $1 and ordering_key = 'key:cut'`, [project.ref])).rowCount === 0, 20_000, 'the sweep to end the block');
   }, 30_000);
+
+  it('keeps the order when a partition moves to a second live dispatcher while attempts are in flight', async () => {
+    // One request to a webhook with max_in_flight 1 hangs until its attempt times out (20 s): the
+    // first changes of the other rows wait behind it in the first dispatcher. A second dispatcher
+    // joins meanwhile (a rebalance hands it partitions) and the second change of every row is
+    // written. The new owner must not send a row's second change while its first, still waiting in
+    // the old owner, has not been sent: without partition leases it did, and the first arrived late.
+    const hangs = new Set<string>();
+    const seen = new Map<string, number>();
+    const violations: string[] = [];
+    const server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        const id = String(body.record.id);
+        const v = Number(body.record.v);
+        if ((seen.get(id) ?? -1) > v) violations.push(`${id}: got version ${v} after acknowledging ${seen.get(id)}`);
+        const wid = String(req.headers['webhook-id']);
+        if (v === 1 && hangs.size === 0) {
+          hangs.add(wid);
+          setTimeout(() => res.writeHead(503).end(), 25_000).unref();
+          return;
+        }
+        seen.set(id, Math.max(seen.get(id) ?? -1, v));
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.2', r));
+    try {
+      const url = `http://127.0.0.2:${(server.address() as AddressInfo).port}/handoff`;
+      await db.query('create table public.handoff (id int primary key, v int not null)');
+      const hook = await call('POST', '/webhooks', { table: 'public.handoff', events: ['INSERT', 'UPDATE'], url, ordering: 'row', timeout_ms: 20_000, max_in_flight: 1 });
+      expect(hook.status).toBe(201);
+      const ROWS_H = 24;
+      await db.query(`insert into public.handoff select i, 0 from generate_series(1, ${ROWS_H}) i`);
+      await eventually(async () => [...Array(ROWS_H).keys()].every((i) => seen.get(String(i + 1)) === 0), 60_000, 'the inserts');
+      await db.query('update public.handoff set v = 1');
+      await eventually(async () => hangs.size === 1, 30_000, 'a first change hanging at the receiver');
+      // a second live dispatcher joins: the partitions are shared out while the first changes hang
+      child?.kill('SIGKILL');
+      childLog = '';
+      child = startDispatcher();
+      const admin = svc.ctx.kafka.admin();
+      await admin.connect();
+      try {
+        await eventually(async () => {
+          const { groups } = await admin.describeGroups([svc.ctx.groups.dispatcher]);
+          return groups[0].state === 'Stable' && groups[0].members.length === 2;
+        }, 60_000, `the second dispatcher to join (${childLog})`);
+      } finally {
+        await admin.disconnect();
+      }
+      await db.query('update public.handoff set v = 2');
+      await eventually(async () => [...Array(ROWS_H).keys()].every((i) => seen.get(String(i + 1)) === 2), 90_000, 'every second change');
+      expect(violations).toEqual([]);
+    } finally {
+      child?.kill('SIGKILL');
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  }, 180_000);
 });

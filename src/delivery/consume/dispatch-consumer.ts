@@ -28,6 +28,7 @@ import { Limiter, LimiterSlot, PartitionTracker, RecentKeys } from './offsets.js
 import type { AttemptPipeline } from '../attempt/pipeline.js';
 import { alreadyRecorded } from '../ledger.js';
 import { isFresh, isOrdered, laneOf, type Head, type OrderedMessage } from '../ordering/keys.js';
+import { PartitionLeases } from './leases.js';
 import type { Worker } from '../worker.js';
 
 const INFLIGHT_BYTES = 16 * 1024 * 1024;
@@ -95,14 +96,24 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
   // per ordering key (project and key): the last attempt started here, which the next one waits for
   const lanes = new Map<string, Promise<boolean>>();
   const laneSlots = new Map<string, LimiterSlot>();
-  const inflight = new Map<string, Promise<boolean>>(); // resolves true once the outcome is recorded
+  // by flightKey; resolves true once the record is finished (outcome recorded, or held or parked)
+  const inflight = new Map<string, Promise<boolean>>();
+  // A record put back (released: by the releaser, or as the next of an ordering key) is another
+  // record than the one that was held or parked, though its attempt key is the same: had it
+  // waited for that one, which ends 'held' or 'parked', it would have counted as finished and its
+  // offset been committed with nothing sent. Found by the ordered-delivery stress test (a key whose
+  // next message was released while its parked copy was still publishing its pending state).
+  const flightKey = (m: OutboxMessage) => `${attemptKey(m)}|${m.released ?? ''}`;
   let trackers = new Map<string, PartitionTracker>();
   let stopping = false;
 
   // A (re)join restarts fetching from the committed offsets: trackers start afresh, and records
   // fetched again while their first copy is still in flight attach to it instead of a second send.
-  consumer.on(consumer.events.GROUP_JOIN, () => {
+  // ordered messages are attempted only by the holder of their partition's lease (leases.ts)
+  const leases = new PartitionLeases(ctx, opts.groupId);
+  consumer.on(consumer.events.GROUP_JOIN, (event) => {
     trackers = new Map();
+    leases.onJoin(event.payload.memberAssignment);
   });
 
   const trackerFor = (topic: string, partition: number) => {
@@ -141,7 +152,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
         return { offset: m.offset, msg: null };
       }
     });
-    const candidates = records.flatMap((r) => (r.msg && !recent.has(attemptKey(r.msg)) && !inflight.has(attemptKey(r.msg)) ? [r.msg] : []));
+    const candidates = records.flatMap((r) => (r.msg && !recent.has(attemptKey(r.msg)) && !inflight.has(flightKey(r.msg)) ? [r.msg] : []));
     const orderedFresh = heads ? candidates.filter((m): m is OrderedMessage => isOrdered(m) && isFresh(m)) : [];
     const [checked, headsRead] = await Promise.all([ledger.loadMany(candidates), heads ? heads.loadMany(orderedFresh) : []]);
     const headOf = new Map<OutboxMessage, Head | null>();
@@ -167,7 +178,11 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
         resolveOffset(offset);
         continue;
       }
-      const running = inflight.get(key);
+      // a copy of a record still in flight here (fetched again after a rejoin) waits for it; a copy
+      // put back by the releaser or by an ordering key's advance is not a copy: the record in flight
+      // may end 'held' or 'parked', and this one is what came back for it (flightKey)
+      const flying = flightKey(msg);
+      const running = inflight.get(flying);
       if (running) {
         void running.then((ok) => ok && tracker.finish(n));
         resolveOffset(offset);
@@ -184,14 +199,29 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
         break;
       }
       const hint = { head: headOf.get(msg) ?? null, chained: before !== undefined || !headOf.has(msg) };
+      const { topic, partition } = batch;
       // the slot is given back while the attempt waits for its endpoint's window (endpoints/window.ts);
       // a lane's messages share the slot of its first
       const slot = (lane && before && laneSlots.get(lane)) || new LimiterSlot(limiter, () => heartbeat().catch(() => {}), () => stopping || !isRunning());
       if (lane) laneSlots.set(lane, slot);
       const self: { p?: Promise<boolean> } = {};
       const p = (before ?? Promise.resolve(true))
-        .then(() => pipeline.process(msg, hint, slot))
+        .then(async () => {
+          if (!lane) return pipeline.process(msg, hint, slot);
+          const lease = await leases.ensure(topic, partition);
+          // lost to another process meanwhile: it fetches this record from the committed offset
+          if (lease === 'lost') return 'lost' as const;
+          // just taken over: the previous holder may have recorded it, or blocked its key, meanwhile
+          if (lease === 'acquired' && (await alreadyRecorded(ctx.db, [msg])).has(key)) return 'recorded' as const;
+          leases.begin(topic, partition);
+          try {
+            return await pipeline.process(msg, lease === 'acquired' ? { ...hint, chained: true } : hint, slot);
+          } finally {
+            leases.end(topic, partition);
+          }
+        })
         .then((result) => {
+          if (result === 'lost') return false;
           // a held record comes back with the same attempt key (endpoints/releaser.ts): not a duplicate
           if (result === 'recorded') recent.add(key);
           tracker.finish(n);
@@ -204,7 +234,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
           return false;
         })
         .finally(() => {
-          inflight.delete(key);
+          inflight.delete(flying);
           bytes.release(weight);
           // the lane's slot goes to the next message of the key, if one chained on this one
           if (lane && lanes.get(lane) !== self.p) return;
@@ -216,7 +246,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
         });
       self.p = p;
       if (lane) lanes.set(lane, p);
-      inflight.set(key, p);
+      inflight.set(flying, p);
       resolveOffset(offset);
     }
     await heartbeat().catch(() => {});
@@ -247,6 +277,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       const drained = await Promise.race([limiter.idle().then(() => true), sleep(opts.drainTimeoutMs ?? ctx.cfg.SHUTDOWN_DRAIN_TIMEOUT).then(() => false)]);
       if (!drained) log.warn({ inflight: limiter.active }, 'stopping with attempts still in flight; they will be made again by the next owner');
       clearInterval(timer);
+      await leases.stop();
       await commit();
       await consumer.disconnect();
       log.info('dispatcher stopped');
