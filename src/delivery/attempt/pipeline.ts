@@ -138,8 +138,18 @@ export class AttemptPipeline {
           }
           return 'held';
         }
-        sent = admission.kind === 'send';
         if (admission.kind === 'send') ticket = admission.ticket;
+        // A head may have copies (its retry record, a record fetched again after a rebalance, a
+        // release): whichever got here second must not send once the first has ended, or the key's
+        // next message, already sent, would be followed by this older one. Read last, just before
+        // the request, after every wait.
+        if (admission.kind === 'send' && ordered && head && (await ordering!.ended(ordered))) {
+          clearTimeout(pending);
+          ticket?.done(null);
+          ctx.log.debug({ message: msg.id, project: msg.project, key: ordered.orderingKey }, 'a copy of an ordered message that has already ended; not sent again');
+          return 'recorded';
+        }
+        sent = admission.kind === 'send';
         outcome = admission.kind === 'end' ? admission.outcome : await channel.attempt(msg, this.#channelDeps);
       }
     } catch (err) {

@@ -84,6 +84,16 @@ export class OrderingStore {
     return 'parked';
   }
 
+  /** Whether this run of the message has a final outcome in the ledger (a copy of it ended first). */
+  async ended(msg: OrderedMessage): Promise<boolean> {
+    const r = await this.ctx.db.query({
+      name: 'ordering-ended',
+      text: `select 1 from delivery_ledger where project_ref = $1 and message_id = $2 and run = $3 and final limit 1`,
+      values: [msg.project, msg.id, msg.run],
+    });
+    return (r.rowCount ?? 0) > 0;
+  }
+
   /**
    * Makes `msg` its key's head (it failed and goes up the retry ladder, or is held): written before
    * the retry record or the hold, so a crash in between leaves the key blocked, never open with a
