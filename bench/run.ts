@@ -137,7 +137,7 @@ async function main() {
   // BENCH_ORDERING: the webhook's ordering, row (the default on a table with a primary key) or none
   const ordering = process.env.BENCH_ORDERING === 'none' ? 'none' : 'row';
   const hooked = await webhook(service, { name: 'bench', table: 'public.bench_hooked', events: ['INSERT'], url: receipts.url('/hook'), ordering });
-  const hang = await webhook(service, { name: 'bench-hang', table: 'public.bench_hang', events: ['INSERT'], url: receipts.url('/hang', receipts.hangPort), timeout_ms: 2000 });
+  const hang = await webhook(service, { name: 'bench-hang', table: 'public.bench_hang', events: ['INSERT'], url: receipts.url('/hang', receipts.hangPort), timeout_ms: 2000, ordering });
   const triggers = await db.query(`select tgrelid::regclass::text as t from pg_trigger where not tgisinternal and tgrelid::regclass::text in ('bench_hooked', 'bench_hang')`);
   await db.end();
   log(`webhooks: ${hooked ?? 'none'}, ${hang ?? 'none'}; triggers on ${triggers.rows.map((r) => r.t).join(', ') || 'no table'}`);

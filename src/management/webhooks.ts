@@ -8,7 +8,7 @@ import type { AppContext } from '../context.js';
 import { withTransaction } from '../db/index.js';
 import { makeAllowList } from '../outbound/index.js';
 import { ApiError } from '../errors.js';
-import { ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger, type WebhookOrdering } from '../outbox/index.js';
+import { ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger, primaryKeyColumns, type WebhookOrdering } from '../outbox/index.js';
 import { recordAudit } from '../projects/index.js';
 import { missingColumns, tableExists, withProjectDb } from './project-db.js';
 import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp, uuid } from '../http/index.js';
@@ -55,7 +55,7 @@ const fields = {
     type: 'string',
     enum: ['none', 'row'],
     description:
-      'row: the changes of one row (its primary key; the old key for a key change) are delivered one after the other in commit order, each after the previous one has a final outcome; other rows never wait. none: every change is sent as soon as it is read. Default: none (see docs/delivery.md, Ordered delivery, for why); row on a table without a primary key is refused',
+      'row: the changes of one row (its primary key; the old key for a key change) are delivered one after the other in commit order, each after the previous one has a final outcome; other rows never wait. none: every change is sent as soon as it is read. Default: row when the table has a primary key, else none (docs/delivery.md, Ordered delivery, says why); row on a table without one is refused',
   },
   max_in_flight: {
     type: ['integer', 'null'],
@@ -229,8 +229,9 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         timeout_ms: b.timeout_ms ?? ctx.cfg.WEBHOOK_TIMEOUT_DEFAULT_MS,
         enabled: b.enabled ?? true,
         rate_limit: b.rate_limit ?? null,
-        // none by default while ordered delivery has an open stall defect (docs/delivery.md); row without a primary key is refused at install
-        ordering: b.ordering ?? 'none',
+        // row by default wherever it can hold (a primary key): measured at -2.5 % throughput, +2.5 %
+        // CPU per message (docs/delivery.md); explicit row without one is refused at install
+        ordering: b.ordering ?? ((await withProjectDb(ctx, refName, (c) => primaryKeyColumns(c, v.target!.schema, v.target!.table))).length ? 'row' : 'none'),
         max_in_flight: b.max_in_flight ?? null,
       };
       await vetUpdateColumns(refName, f, true);

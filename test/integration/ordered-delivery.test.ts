@@ -119,7 +119,7 @@ describe('ordered delivery', () => {
     return p;
   }
 
-  it('defaults to no ordering, and refuses row ordering on a table without a primary key', async () => {
+  it('defaults to row ordering on a table with a primary key, and refuses it on one without', async () => {
     const refused = await call('POST', '/webhooks', { table: 'public.events_log', events: ['INSERT'], url: `${rows.url}/log`, ordering: 'row' });
     expect(refused.status).toBe(400);
     expect(refused.body.code).toBe('ordering_needs_primary_key');
@@ -132,13 +132,16 @@ describe('ordered delivery', () => {
     expect(toRow.body.code).toBe('ordering_needs_primary_key');
     expect((await call('GET', `/webhooks/${plain.body.id}`)).body.ordering).toBe('none');
     expect((await call('DELETE', `/webhooks/${plain.body.id}`)).status).toBe(204);
+    const keyed = await call('POST', '/webhooks', { table: 'public.accounts', events: ['INSERT'], url: `${rows.url}/log` });
+    expect(keyed.status).toBe(201);
+    expect(keyed.body.ordering).toBe('row');
+    expect((await call('DELETE', `/webhooks/${keyed.body.id}`)).status).toBe(204);
   });
 
-  // Opt-in (ORDERED_STRESS=1) until a stall it found is fixed: in about one run in five, one row's
-  // key stays headed by a message released as 'next' that no dispatcher attempts (no ledger row,
-  // delivery pending), so that row's later versions never go; the order itself held in every run.
-  // See the session note of issue 28. The owner's skip unblocks such a key.
-  it.runIf(process.env.ORDERED_STRESS === '1')('delivers 200 rows x 20 updates in order per row through 503s, slow answers and a killed dispatcher', async () => {
+  // Under load (two of these at once) this found a stall (a released record committed with nothing
+  // sent) and a head's copy sent after its key had moved on; both are fixed (docs/delivery.md,
+  // "Ordered delivery", Tests).
+  it('delivers 200 rows x 20 updates in order per row through 503s, slow answers and a killed dispatcher', async () => {
     const hook = await call('POST', '/webhooks', { table: 'public.accounts', events: ['INSERT', 'UPDATE'], url: `${rows.url}/accounts`, ordering: 'row' });
     expect(hook.status).toBe(201);
     expect(hook.body.ordering).toBe('row');

@@ -19,7 +19,7 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
   const [rate, setRate] = useState(hook?.rate_limit ? String(hook.rate_limit) : '');
   const [maxInFlight, setMaxInFlight] = useState(hook?.max_in_flight ? String(hook.max_in_flight) : '');
   const [enabled, setEnabled] = useState(hook?.enabled ?? true);
-  // '' on create: the service's default (none)
+  // '' on create: the service's default (row order when the table has a primary key)
   const [ordering, setOrdering] = useState<'' | Webhook['ordering']>(hook?.ordering ?? '');
   const [scheme, setScheme] = useState<'v1' | 'v1a'>(hook?.signature_scheme ?? 'v1');
 
@@ -133,7 +133,7 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
         value={ordering}
         onChange={setOrdering}
         options={[
-          ...(hook ? [] : [['', 'Default: none'] as ['', string]]),
+          ...(hook ? [] : [['', 'Default: row order if the table has a primary key, else none'] as ['', string]]),
           ['row', 'Row order'],
           ['none', 'None'],
         ]}
