@@ -104,6 +104,19 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
   // offset been committed with nothing sent. Found by the ordered-delivery stress test (a key whose
   // next message was released while its parked copy was still publishing its pending state).
   const flightKey = (m: OutboxMessage) => `${attemptKey(m)}|${m.released ?? ''}`;
+  // the ledger read again once a partition's lease is taken, retried until it answers (an error
+  // would leave the record unfinished until a restart)
+  const recordedNow = async (m: OutboxMessage): Promise<Set<string>> => {
+    for (let i = 0; ; i++) {
+      try {
+        return await alreadyRecorded(ctx.db, [m]);
+      } catch (err) {
+        if (stopping) throw err;
+        if (i % 20 === 0) log.warn({ err }, 'reading the ledger failed; retrying');
+        await sleep(Math.min(5000, 100 * 2 ** Math.min(i, 6)));
+      }
+    }
+  };
   let trackers = new Map<string, PartitionTracker>();
   let stopping = false;
 
@@ -212,7 +225,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
           // lost to another process meanwhile: it fetches this record from the committed offset
           if (lease === 'lost') return 'lost' as const;
           // just taken over: the previous holder may have recorded it, or blocked its key, meanwhile
-          if (lease === 'acquired' && (await alreadyRecorded(ctx.db, [msg])).has(key)) return 'recorded' as const;
+          if (lease === 'acquired' && (await recordedNow(msg)).has(key)) return 'recorded' as const;
           leases.begin(topic, partition);
           try {
             return await pipeline.process(msg, lease === 'acquired' ? { ...hint, chained: true } : hint, slot);

@@ -46,6 +46,23 @@ type Ctx = Pick<AppContext, 'db' | 'log' | 'producer' | 'topics'>;
 export class OrderingStore {
   constructor(private readonly ctx: Ctx) {}
 
+  /**
+   * The statements an attempt makes about its key are retried until they succeed (like the
+   * recorder's), with a growing pause: a control database or broker that is away for a moment
+   * must not leave a record unfinished, which only a restart would take up again (found by the
+   * crash test: a head's block failed while PostgreSQL was down, and its message stalled).
+   */
+  async #persist<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    for (let i = 0; ; i++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (i === 0 || i % 20 === 0) this.ctx.log.warn({ err, what }, 'an ordering statement failed; retrying');
+        await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** Math.min(i, 6))));
+      }
+    }
+  }
+
   /** The heads of these messages' keys, one query (the dispatcher's batch check). */
   async heads(msgs: readonly OrderedMessage[]): Promise<Map<string, Head>> {
     const out = new Map<string, Head>();
@@ -68,14 +85,14 @@ export class OrderingStore {
    */
   async park(msg: OrderedMessage): Promise<'parked' | 'pass' | 'head'> {
     const { headers } = encodeMessage(msg, { dueAt: 0 });
-    const r = await this.ctx.db.query(
+    const r = await this.#persist('park', () => this.ctx.db.query(
       `with h as (select message_id from ordering_heads where project_ref = $1 and ordering_key = $2 for share),
             ins as (insert into ordering_queue (project_ref, ordering_key, seq, message_id, run, attempt, headers, value)
                     select $1, $2, $3, $4, $5, $6, $7, $8 from h where h.message_id <> $4
                     on conflict do nothing returning 1)
        select (select message_id from h) as head, (select count(*) from ins)::int as queued`,
       [msg.project, msg.orderingKey, msg.seq, msg.id, msg.run, msg.attempt, headers, msg.rawValue],
-    );
+    ));
     const head: string | null = r.rows[0].head;
     if (head === null) return 'pass';
     if (head === msg.id) return 'head';
@@ -86,11 +103,11 @@ export class OrderingStore {
 
   /** Whether this run of the message has a final outcome in the ledger (a copy of it ended first). */
   async ended(msg: OrderedMessage): Promise<boolean> {
-    const r = await this.ctx.db.query({
+    const r = await this.#persist('ended', () => this.ctx.db.query({
       name: 'ordering-ended',
       text: `select 1 from delivery_ledger where project_ref = $1 and message_id = $2 and run = $3 and final limit 1`,
       values: [msg.project, msg.id, msg.run],
-    });
+    }));
     return (r.rowCount ?? 0) > 0;
   }
 
@@ -100,14 +117,14 @@ export class OrderingStore {
    * message still on its way. A key already headed by this message keeps its `since`.
    */
   async block(msg: OrderedMessage, reason: HeadReason): Promise<void> {
-    const r = await this.ctx.db.query(
+    const r = await this.#persist('block', () => this.ctx.db.query(
       `insert into ordering_heads (project_ref, ordering_key, message_id, run, seq, reason)
        values ($1, $2, $3, $4, $5, $6)
        on conflict (project_ref, ordering_key) do update set run = excluded.run, reason = excluded.reason
         where ordering_heads.message_id = excluded.message_id
        returning 1`,
       [msg.project, msg.orderingKey, msg.id, msg.run, msg.seq, reason],
-    );
+    ));
     if (r.rowCount === 0) {
       // another message heads the key: only a manual action races like this (a retry of an older run)
       this.ctx.log.warn({ message: msg.id, project: msg.project, key: msg.orderingKey }, 'ordering key already headed by another message; this one keeps its place on the retry ladder');
@@ -120,7 +137,16 @@ export class OrderingStore {
    * in one transaction; with none queued, the block ends. Not the head (any more): nothing to do.
    */
   async advance(project: string, key: string, messageId: string): Promise<'next' | 'drained' | 'not_head'> {
-    const result = await withTransaction(this.ctx.db, async (c) => {
+    const result = await this.#persist('advance', () => this.#advance(project, key, messageId));
+    if (result !== 'not_head') {
+      orderingAdvances.inc({ result });
+      this.ctx.log.debug({ project, key, message: messageId, result }, 'ordering key advanced');
+    }
+    return result;
+  }
+
+  #advance(project: string, key: string, messageId: string): Promise<'next' | 'drained' | 'not_head'> {
+    return withTransaction(this.ctx.db, async (c) => {
       const h = await c.query(`select 1 from ordering_heads where project_ref = $1 and ordering_key = $2 and message_id = $3 for update`, [project, key, messageId]);
       if (h.rowCount === 0) return 'not_head' as const;
       const next = await c.query<{ seq: string; message_id: string; run: number; headers: Record<string, string>; value: Buffer }>(
@@ -147,11 +173,6 @@ export class OrderingStore {
       });
       return 'next' as const;
     });
-    if (result !== 'not_head') {
-      orderingAdvances.inc({ result });
-      this.ctx.log.debug({ project, key, message: messageId, result }, 'ordering key advanced');
-    }
-    return result;
   }
 
   /**
