@@ -37,6 +37,7 @@ export const catalogue = {
   smtp_not_configured: [404, 'No SMTP settings are configured for this project.'],
   delivery_not_found: [404, 'No such delivery.'],
   delivery_not_retryable: [409, 'Only failed or dead deliveries can be retried.'],
+  invalid_filter: [400, "The webhook's row filter is not valid for its table."],
   ordering_needs_primary_key: [400, 'Ordering "row" needs a primary key on the webhook\'s table.'],
   delivery_superseded: [409, 'A later message of the same ordering key was already delivered; sending this older one again would put an older state after a newer one.'],
   ordering_key_not_blocked: [404, 'No such blocked ordering key.'],

@@ -14,7 +14,7 @@ import { aad, type SecretBox } from '../lib/secret-box.js';
 import { iso } from '../http/index.js';
 import { healthyCircuit, newEd25519Key, type CircuitView, type replayOffer } from '../delivery/index.js';
 import type { WebhookEvent } from './webhook-input.js';
-import type { WebhookOrdering } from '../outbox/index.js';
+import type { RowFilter, WebhookOrdering } from '../outbox/index.js';
 
 export interface WebhookRow {
   id: string;
@@ -38,6 +38,7 @@ export interface WebhookRow {
   rate_limit: number | null;
   ordering: WebhookOrdering;
   max_in_flight: number | null;
+  filter: RowFilter | null;
   /** 'failing' when the service disabled it (endpoint protection), else null */
   disabled_reason: string | null;
   disabled_at: Date | null;
@@ -68,6 +69,7 @@ export function webhookRecord(w: WebhookRow, extras?: EndpointExtras) {
     rate_limit: w.rate_limit,
     ordering: w.ordering,
     max_in_flight: w.max_in_flight,
+    filter: w.filter,
     disabled_reason: w.disabled_reason,
     disabled_at: iso(w.disabled_at),
     disabled_failing_since: iso(w.disabled_failing_since),
@@ -118,26 +120,28 @@ export interface WebhookFields {
   ordering: WebhookOrdering;
   /** attempts in flight at most per dispatcher process; null: the adaptive window alone */
   max_in_flight: number | null;
+  /** the row filter (src/outbox/row-filter.ts); null: every change */
+  filter: RowFilter | null;
 }
 
 export async function insertWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
   await q.query(
-    `insert into webhooks (id, project_ref, name, schema_name, table_name, events, url, headers, timeout_ms, enabled, update_columns, rate_limit, ordering, max_in_flight)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-    [id, ref, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.ordering, f.max_in_flight],
+    `insert into webhooks (id, project_ref, name, schema_name, table_name, events, url, headers, timeout_ms, enabled, update_columns, rate_limit, ordering, max_in_flight, filter)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+    [id, ref, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.ordering, f.max_in_flight, f.filter === null ? null : JSON.stringify(f.filter)],
   );
 }
 
 export async function updateWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
   await q.query(
     `update webhooks set name = $3, schema_name = $4, table_name = $5, events = $6, url = $7, headers = $8, timeout_ms = $9,
-            enabled = $10, update_columns = $11, rate_limit = $12, ordering = $13, max_in_flight = $14, updated_at = now(),
+            enabled = $10, update_columns = $11, rate_limit = $12, ordering = $13, max_in_flight = $14, filter = $15, updated_at = now(),
             -- enabled again (by the owner): no longer disabled by the service
             disabled_reason = case when $10 then null else disabled_reason end,
             disabled_at = case when $10 then null else disabled_at end,
             disabled_failing_since = case when $10 then null else disabled_failing_since end
       where project_ref = $1 and id = $2`,
-    [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.ordering, f.max_in_flight],
+    [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.ordering, f.max_in_flight, f.filter === null ? null : JSON.stringify(f.filter)],
   );
 }
 

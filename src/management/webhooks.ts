@@ -8,7 +8,7 @@ import type { AppContext } from '../context.js';
 import { withTransaction } from '../db/index.js';
 import { makeAllowList } from '../outbound/index.js';
 import { ApiError } from '../errors.js';
-import { ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger, primaryKeyColumns, type WebhookOrdering } from '../outbox/index.js';
+import { checkRowFilter, ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger, primaryKeyColumns, type RowFilter, type WebhookOrdering } from '../outbox/index.js';
 import { recordAudit } from '../projects/index.js';
 import { missingColumns, tableExists, withProjectDb } from './project-db.js';
 import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp, uuid } from '../http/index.js';
@@ -57,6 +57,12 @@ const fields = {
     description:
       'row: the changes of one row (its primary key; the old key for a key change) are delivered one after the other in commit order, each after the previous one has a final outcome; other rows never wait. none: every change is sent as soon as it is read. Default: row when the table has a primary key, else none (docs/delivery.md, Ordered delivery, says why); row on a table without one is refused',
   },
+  filter: {
+    type: ['object', 'null'],
+    maxProperties: 50,
+    description:
+      'row filter: only changes whose row matches fire the webhook, decided in the trigger (nothing is enqueued for the others). JSON: {"status": "paid"}, {"amount": {"gt": 100}}, {"status": {"in": ["paid","shipped"]}}, {"deleted_at": {"null": true}}, {"old.status": {"ne": "paid"}}, {"and"|"or": [...]}, {"not": {...}}; operators eq, ne, gt, gte, lt, lte, in, not_in, null. Checked against the table when saved: 400 column_not_found or invalid_filter. null (default): every change; see docs/delivery.md, Row filters',
+  },
   max_in_flight: {
     type: ['integer', 'null'],
     minimum: 1,
@@ -104,7 +110,7 @@ const record = {
   // Every field but replay_offer (and signing_secret, in withSecret) is always there, but only those
   // before replay_offer are listed: fast-json-stringify writes required fields first, so listing a
   // later one would move replay_offer behind it and change the order of the answer's fields.
-  required: ['id', 'name', 'table', 'events', 'update_columns', 'url', 'headers', 'timeout_ms', 'enabled', 'rate_limit', 'ordering', 'max_in_flight', 'disabled_reason', 'disabled_at', 'disabled_failing_since', 'circuit'],
+  required: ['id', 'name', 'table', 'events', 'update_columns', 'url', 'headers', 'timeout_ms', 'enabled', 'rate_limit', 'ordering', 'max_in_flight', 'filter', 'disabled_reason', 'disabled_at', 'disabled_failing_since', 'circuit'],
   properties: {
     id: uuid,
     name: { type: 'string' },
@@ -118,6 +124,7 @@ const record = {
     rate_limit: { type: ['integer', 'null'] },
     ordering: { type: 'string', enum: ['none', 'row'] },
     max_in_flight: { type: ['integer', 'null'] },
+    filter: { type: ['object', 'null'], additionalProperties: true },
     disabled_reason: { type: ['string', 'null'], description: "'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise" },
     disabled_at: { type: ['string', 'null'], format: 'date-time' },
     disabled_failing_since: { type: ['string', 'null'], format: 'date-time', description: 'when disabled by the service: since when its endpoint had been failing' },
@@ -165,6 +172,7 @@ interface Body {
   rate_limit?: number | null;
   ordering?: WebhookOrdering;
   max_in_flight?: number | null;
+  filter?: RowFilter | null;
   signature_scheme?: SignatureScheme;
   rotate_secret?: boolean;
 }
@@ -197,6 +205,11 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
   }
 
   /** The column filter of the webhook as it will be: UPDATE among its events, its columns in its table. */
+  /** The row filter against the table as it will be, before any trigger is dropped or created. */
+  async function vetFilter(refName: string, f: WebhookFields) {
+    if (f.filter && f.enabled) await withProjectDb(ctx, refName, (c) => checkRowFilter(c, f.schema, f.table, f.filter!));
+  }
+
   async function vetUpdateColumns(refName: string, f: WebhookFields, checkColumns: boolean) {
     checkUpdateColumnsEvents(f.events, f.update_columns);
     if (!f.update_columns || !checkColumns) return;
@@ -233,8 +246,10 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         // CPU per message (docs/delivery.md); explicit row without one is refused at install
         ordering: b.ordering ?? ((await withProjectDb(ctx, refName, (c) => primaryKeyColumns(c, v.target!.schema, v.target!.table))).length ? 'row' : 'none'),
         max_in_flight: b.max_in_flight ?? null,
+        filter: b.filter ?? null,
       };
       await vetUpdateColumns(refName, f, true);
+      await vetFilter(refName, f);
       await ensureOutboxEnabled(ctx, refName);
       const secret = await withTransaction(ctx.db, async (c) => {
         await insertWebhook(c, refName, id, f);
@@ -243,10 +258,10 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           action: 'webhook.create',
           resourceType: 'webhook',
           resourceId: id,
-          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled, rate_limit: f.rate_limit, ordering: f.ordering, max_in_flight: f.max_in_flight, signature_scheme: b.signature_scheme ?? 'v1' },
+          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled, rate_limit: f.rate_limit, ordering: f.ordering, max_in_flight: f.max_in_flight, filter: f.filter, signature_scheme: b.signature_scheme ?? 'v1' },
         });
         // Last, so a failure here rolls the webhook back; the trigger commits in its own database.
-        if (f.enabled) await withProjectDb(ctx, refName, (pc) => installWebhookTrigger(pc, { id, schema: f.schema, table: f.table, events: f.events, updateColumns: f.update_columns, ordering: f.ordering }));
+        if (f.enabled) await withProjectDb(ctx, refName, (pc) => installWebhookTrigger(pc, { id, schema: f.schema, table: f.table, events: f.events, updateColumns: f.update_columns, ordering: f.ordering, filter: f.filter }));
         return s;
       });
       const row = await getWebhook(ctx.db, refName, id);
@@ -293,7 +308,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
       const b = req.body;
       const v = await vet(refName, b);
       let reenabled: Date | null = null;
-      const touchesTrigger = b.table !== undefined || b.events !== undefined || b.enabled !== undefined || b.update_columns !== undefined || b.ordering !== undefined;
+      const touchesTrigger = b.table !== undefined || b.events !== undefined || b.enabled !== undefined || b.update_columns !== undefined || b.ordering !== undefined || b.filter !== undefined;
       if (touchesTrigger) await ensureOutboxEnabled(ctx, refName);
       const secret = await withTransaction(ctx.db, async (c) => {
         const cur = await getWebhook(c, refName, id, true);
@@ -311,10 +326,13 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           rate_limit: b.rate_limit !== undefined ? b.rate_limit : cur.rate_limit,
           ordering: b.ordering ?? cur.ordering,
           max_in_flight: b.max_in_flight !== undefined ? b.max_in_flight : cur.max_in_flight,
+          filter: b.filter !== undefined ? b.filter : cur.filter,
         };
         const before: WebhookFields = { ...cur, schema: cur.schema_name, table: cur.table_name };
         const changed = (Object.keys(next) as (keyof WebhookFields)[]).filter((k) => canonical(next[k]) !== canonical(before[k]));
         await vetUpdateColumns(refName, next, changed.some((k) => k === 'schema' || k === 'table' || k === 'update_columns'));
+        // the trigger is installed again below: its filter must still fit the table
+        if (changed.some((k) => k === 'schema' || k === 'table' || k === 'events' || k === 'enabled' || k === 'update_columns' || k === 'ordering' || k === 'filter')) await vetFilter(refName, next);
         reenabled = cur.disabled_reason && next.enabled ? cur.disabled_at : null;
         if (changed.length) {
           await updateWebhook(c, refName, id, next);
@@ -330,10 +348,10 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         if (rotate) {
           await recordAudit(c, req, refName, { action: 'webhook.rotate_secret', resourceType: 'webhook', resourceId: id, details: { grace_ms: ctx.cfg.SIGNING_SECRET_GRACE, signature_scheme: scheme } });
         }
-        if (changed.some((k) => k === 'schema' || k === 'table' || k === 'events' || k === 'enabled' || k === 'update_columns' || k === 'ordering')) {
+        if (changed.some((k) => k === 'schema' || k === 'table' || k === 'events' || k === 'enabled' || k === 'update_columns' || k === 'ordering' || k === 'filter')) {
           await withProjectDb(ctx, refName, async (pc) => {
             await dropWebhookTrigger(pc, { id, schema: cur.schema_name, table: cur.table_name });
-            if (next.enabled) await installWebhookTrigger(pc, { id, schema: next.schema, table: next.table, events: next.events, updateColumns: next.update_columns, ordering: next.ordering });
+            if (next.enabled) await installWebhookTrigger(pc, { id, schema: next.schema, table: next.table, events: next.events, updateColumns: next.update_columns, ordering: next.ordering, filter: next.filter });
           });
         }
         return s;

@@ -7,3 +7,4 @@ export * from './service.js';
 export * from './webhook-triggers.js';
 export * from './supervisor.js';
 export * from './idle-capture.js';
+export * from './row-filter.js';

@@ -11,6 +11,7 @@
 // BEFORE trigger; comparing the values is what "changed" means.
 import pg from 'pg';
 import { ApiError } from '../errors.js';
+import { compileFilter, filterColumnNames, type RowFilter } from './row-filter.js';
 
 export interface WebhookTriggerSpec {
   id: string;
@@ -21,33 +22,79 @@ export interface WebhookTriggerSpec {
   updateColumns?: string[] | null;
   /** 'row': messages keyed by the row's primary key, delivered in commit order per row (docs/delivery.md) */
   ordering?: WebhookOrdering;
+  /** a row filter (row-filter.ts): only matching changes fire; null or absent: every change */
+  filter?: RowFilter | null;
 }
 
 export type WebhookOrdering = 'none' | 'row';
 
 export const triggerName = (webhookId: string) => `webhook_${webhookId.replace(/-/g, '')}`;
-/** The UPDATE trigger of a webhook with a column filter. */
+/** The UPDATE trigger of a webhook with a column filter (or a row filter). */
 export const updateTriggerName = (webhookId: string) => `${triggerName(webhookId)}_update`;
+/** The INSERT and DELETE triggers of a webhook with a row filter (a WHEN clause may read only NEW, or only OLD). */
+const eventTriggerName = (webhookId: string, event: 'insert' | 'delete') => `${triggerName(webhookId)}_${event}`;
+const allTriggerNames = (id: string) => [triggerName(id), updateTriggerName(id), eventTriggerName(id, 'insert'), eventTriggerName(id, 'delete')];
+
+/**
+ * Checks a row filter against the table: its columns exist (400 column_not_found naming them) and
+ * every comparison is one PostgreSQL can make with the column's type (400 invalid_filter with its
+ * reason), by planning the condition on the table. Reads only; runs before any trigger changes.
+ */
+export async function checkRowFilter(c: pg.ClientBase, schema: string, table: string, filter: RowFilter): Promise<void> {
+  const compiled = compileFilter(filter, { row: 'new', old: 'old' });
+  const names = filterColumnNames(compiled.columns);
+  const r = await c.query<{ attname: string }>(
+    `select a.attname from pg_attribute a join pg_class t on t.oid = a.attrelid join pg_namespace n on n.oid = t.relnamespace
+      where n.nspname = $1 and t.relname = $2 and a.attname = any($3) and a.attnum > 0 and not a.attisdropped`,
+    [schema, table, names],
+  );
+  const found = new Set(r.rows.map((x) => x.attname));
+  const missing = names.filter((n) => !found.has(n));
+  if (missing.length) throw new ApiError('column_not_found', `filter: ${missing.map((m) => JSON.stringify(m)).join(', ')} ${missing.length === 1 ? 'is not a column' : 'are not columns'} of ${schema}.${table} (names are case-sensitive).`);
+  const rel = `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}`;
+  try {
+    // planned, never run (limit 0 under EXPLAIN): types and operators are resolved as in the trigger
+    await c.query(`explain select 1 from ${rel} as new cross join ${rel} as old where ${compiled.sql} limit 0`);
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    if (e.code && /^(22|42)/.test(e.code)) throw new ApiError('invalid_filter', `filter: ${e.message} (${schema}.${table})`);
+    throw err;
+  }
+}
 
 export async function installWebhookTrigger(c: pg.ClientBase, w: WebhookTriggerSpec): Promise<void> {
   const table = `${pg.escapeIdentifier(w.schema)}.${pg.escapeIdentifier(w.table)}`;
-  const filtered = w.events.includes('UPDATE') && !!w.updateColumns?.length;
-  const plain = [...new Set(w.events)].filter((e) => !(filtered && e === 'UPDATE')).sort();
   // per-row ordering: the primary key's columns as they are now go to the trigger as arguments
   // (a later change of the primary key needs a re-install: any PATCH of the webhook's ordering or table)
   const keyColumns = w.ordering === 'row' ? await primaryKeyColumns(c, w.schema, w.table) : [];
   if (w.ordering === 'row' && keyColumns.length === 0) {
     throw new ApiError('ordering_needs_primary_key', `ordering "row" needs a primary key, and ${w.schema}.${w.table} has none: add one, or use ordering "none".`);
   }
+  if (w.filter) await checkRowFilter(c, w.schema, w.table, w.filter);
   const args = [w.id, ...(keyColumns.length ? ['row', ...keyColumns] : [])].map((a) => pg.escapeLiteral(a)).join(', ');
   const call = `for each row execute function base.webhook_trigger(${args})`;
+  const events = [...new Set(w.events)];
+  const changed = events.includes('UPDATE') && w.updateColumns?.length ? await changedCondition(c, w.schema, w.table, w.updateColumns) : null;
   // drop + create rather than "create or replace" so a change of events is applied on any version
-  await c.query(`drop trigger if exists ${pg.escapeIdentifier(triggerName(w.id))} on ${table}`);
-  await c.query(`drop trigger if exists ${pg.escapeIdentifier(updateTriggerName(w.id))} on ${table}`);
+  for (const name of allTriggerNames(w.id)) await c.query(`drop trigger if exists ${pg.escapeIdentifier(name)} on ${table}`);
+  if (w.filter) {
+    // one trigger per event: a WHEN clause may read NEW only on INSERT, OLD only on DELETE
+    const when = {
+      INSERT: compileFilter(w.filter, { row: 'new', old: null }).sql,
+      UPDATE: compileFilter(w.filter, { row: 'new', old: 'old' }).sql,
+      DELETE: compileFilter(w.filter, { row: 'old', old: 'old' }).sql,
+    };
+    for (const e of events.sort()) {
+      const name = e === 'UPDATE' ? updateTriggerName(w.id) : eventTriggerName(w.id, e === 'INSERT' ? 'insert' : 'delete');
+      const cond = e === 'UPDATE' && changed ? `(${changed}) and ${when.UPDATE}` : when[e];
+      await c.query(`create trigger ${pg.escapeIdentifier(name)} after ${e.toLowerCase()} on ${table} for each row when (${cond}) ${call.replace('for each row ', '')}`);
+    }
+    return;
+  }
+  const plain = events.filter((e) => !(changed && e === 'UPDATE')).sort();
   if (plain.length) await c.query(`create trigger ${pg.escapeIdentifier(triggerName(w.id))} after ${plain.join(' or ')} on ${table} ${call}`);
-  if (filtered) {
-    const when = await changedCondition(c, w.schema, w.table, w.updateColumns!);
-    await c.query(`create trigger ${pg.escapeIdentifier(updateTriggerName(w.id))} after update on ${table} for each row when (${when}) execute function base.webhook_trigger(${args})`);
+  if (changed) {
+    await c.query(`create trigger ${pg.escapeIdentifier(updateTriggerName(w.id))} after update on ${table} for each row when (${changed}) execute function base.webhook_trigger(${args})`);
   }
 }
 
@@ -105,6 +152,5 @@ export async function dropWebhookTrigger(c: pg.ClientBase, w: Pick<WebhookTrigge
   const exists = await c.query('select 1 from pg_class t join pg_namespace n on n.oid = t.relnamespace where n.nspname = $1 and t.relname = $2', [w.schema, w.table]);
   if (exists.rowCount === 0) return;
   const table = `${pg.escapeIdentifier(w.schema)}.${pg.escapeIdentifier(w.table)}`;
-  await c.query(`drop trigger if exists ${pg.escapeIdentifier(triggerName(w.id))} on ${table}`);
-  await c.query(`drop trigger if exists ${pg.escapeIdentifier(updateTriggerName(w.id))} on ${table}`);
+  for (const name of allTriggerNames(w.id)) await c.query(`drop trigger if exists ${pg.escapeIdentifier(name)} on ${table}`);
 }

@@ -540,6 +540,7 @@ export interface ApiResponses {
       rate_limit: number | null;
       ordering: 'none' | 'row';
       max_in_flight: number | null;
+      filter: Record<string, unknown> | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
@@ -596,6 +597,7 @@ export interface ApiResponses {
       rate_limit: number | null;
       ordering: 'none' | 'row';
       max_in_flight: number | null;
+      filter: Record<string, unknown> | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
@@ -654,6 +656,7 @@ export interface ApiResponses {
       rate_limit: number | null;
       ordering: 'none' | 'row';
       max_in_flight: number | null;
+      filter: Record<string, unknown> | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
@@ -710,6 +713,7 @@ export interface ApiResponses {
       rate_limit: number | null;
       ordering: 'none' | 'row';
       max_in_flight: number | null;
+      filter: Record<string, unknown> | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
