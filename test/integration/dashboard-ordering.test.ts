@@ -158,6 +158,41 @@ describe('dashboard: ordered delivery', () => {
     expect(skipped.last_error).toContain('skipped by the owner');
   });
 
+  it('saves a row filter from the form, shows it in the list, and shows the service\'s refusal of a bad one', async () => {
+    const { page, owner } = d;
+    await d.open(`/p/${owner.ref}/webhooks`);
+    await page.getByRole('button', { name: 'New webhook' }).click();
+    let form = page.getByRole('dialog', { name: 'New webhook' });
+    await form.getByLabel('Name').fill('rich accounts');
+    await form.getByLabel('Table').fill('public.accounts');
+    await form.getByLabel('URL').fill(`${receiver.url}/rich`);
+    // not JSON: said in the form, nothing sent
+    await form.getByLabel('Row filter').fill('{balance > 100}');
+    await form.getByRole('button', { name: 'Create webhook' }).click();
+    await form.getByText('The row filter is not JSON').waitFor();
+    // a column the table lacks: the service's 400, naming it
+    await form.getByLabel('Row filter').fill('{"wealth": {"gt": 100}}');
+    await form.getByRole('button', { name: 'Create webhook' }).click();
+    await form.getByText('"wealth" is not a column').waitFor();
+    await form.getByLabel('Row filter').fill('{"balance": {"gt": 100}}');
+    await form.getByRole('button', { name: 'Create webhook' }).click();
+    await page.getByTestId('signing-secret').getByRole('button', { name: 'I have stored it' }).click();
+    const hook = ((await api('GET', '/webhooks')).body as any[]).find((h) => h.name === 'rich accounts');
+    expect(hook.filter).toEqual({ balance: { gt: 100 } });
+    await page.getByRole('row').filter({ hasText: 'rich accounts' }).getByText('only rows matching').waitFor();
+    // only the matching row is sent
+    await db.query('insert into public.accounts values (901, 50), (902, 500)');
+    await eventually(async () => receiver.to('/rich').length === 1, 30_000, 'the one rich account');
+    expect(JSON.parse(receiver.to('/rich')[0].body).record.id).toBe(902);
+    // cleared in the edit form: every change again
+    await page.getByRole('button', { name: 'Edit rich accounts' }).click();
+    form = page.getByRole('dialog', { name: 'Edit rich accounts' });
+    expect(await form.getByLabel('Row filter').inputValue()).toContain('"gt": 100');
+    await form.getByLabel('Row filter').fill('');
+    await form.getByRole('button', { name: 'Save changes' }).click();
+    await eventually(async () => ((await api('GET', `/webhooks/${hook.id}`)).body.filter === null ? true : null), 10_000, 'the filter cleared');
+  });
+
   it('made no request outside the service and broke no CSP rule', () => {
     expect(d.offOrigin).toEqual([]);
     expect(d.cspViolations).toEqual([]);

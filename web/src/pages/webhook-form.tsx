@@ -22,6 +22,7 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
   // '' on create: the service's default (row order when the table has a primary key)
   const [ordering, setOrdering] = useState<'' | Webhook['ordering']>(hook?.ordering ?? '');
   const [scheme, setScheme] = useState<'v1' | 'v1a'>(hook?.signature_scheme ?? 'v1');
+  const [filterText, setFilterText] = useState(hook?.filter ? JSON.stringify(hook.filter, null, 2) : '');
 
   const save = useAction(async () => {
     let parsedHeaders: Record<string, string>;
@@ -42,7 +43,18 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
     // only UPDATE can be filtered by column; an empty field means every UPDATE fires
     const listed = events.includes('UPDATE') ? [...new Set(columns.split(',').map((c) => c.trim()).filter(Boolean))] : [];
     const update_columns = listed.length ? listed : null;
+    // the row filter: JSON as written (the service checks it against the table); empty: every change
+    let filter: Record<string, unknown> | null = null;
+    if (filterText.trim()) {
+      try {
+        filter = JSON.parse(filterText);
+      } catch (e) {
+        throw new ApiFailure(0, 'invalid_filter', `The row filter is not JSON: ${(e as Error).message}`);
+      }
+      if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) throw new ApiFailure(0, 'invalid_filter', 'The row filter is a JSON object, e.g. {"status": "paid"}; empty for every change.');
+    }
     const body: Record<string, unknown> = { name: name.trim() || table.trim(), table: table.trim(), events, update_columns, url: url.trim(), headers: parsedHeaders, enabled, signature_scheme: scheme };
+    if (filter || hook) body.filter = filter;
     if (ordering) body.ordering = ordering;
     if (timeout) body.timeout_ms = Number(timeout);
     // empty: no limit (null clears one); a new webhook without one sends nothing
@@ -89,6 +101,15 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
           hint="Comma-separated column names (case-sensitive). An UPDATE then sends a request only if one of them changed value; empty: every UPDATE."
         />
       )}
+      <TextArea
+        label="Row filter"
+        value={filterText}
+        onInput={setFilterText}
+        mono
+        rows={3}
+        placeholder={'{"status": "paid", "amount": {"gt": 100}}'}
+        hint="JSON: only changes whose row matches are sent; the others enqueue nothing. Operators eq, ne, gt, gte, lt, lte, in, not_in, null; old.column for the row before an UPDATE; and, or, not. Empty: every change."
+      />
       <Field
         label="URL"
         type="url"

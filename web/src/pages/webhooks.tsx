@@ -106,6 +106,11 @@ export function Webhooks({ project }: SectionProps) {
                   <div class="small dim" title={h.ordering === 'row' ? "each row's changes in commit order, one after another" : 'changes sent in parallel, in no set order'}>
                     {h.ordering === 'row' ? 'ordered per row' : 'not ordered'}
                   </div>
+                  {h.filter ? (
+                    <div class="small dim">
+                      only rows matching <code>{JSON.stringify(h.filter)}</code>
+                    </div>
+                  ) : null}
                 </td>
                 <td class="mono wrap webhook-url">{h.url}</td>
                 <td>
