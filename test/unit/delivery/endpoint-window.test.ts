@@ -96,4 +96,20 @@ describe('endpoint windows (slow start)', () => {
     await second;
     expect(limiter.active).toBe(2);
   });
+
+  it('an attempt that waited for the window is not sent once its dispatcher is stopping, even with slots free', async () => {
+    const limiter = new Limiter(4);
+    let stopping = false;
+    const w = new EndpointWindows({ ...opts, initial: 1 });
+    const slots = [0, 1].map(() => new LimiterSlot(limiter, async () => {}, () => stopping));
+    for (const _ of slots) await limiter.acquire(async () => {}, () => false);
+    const first = await w.acquire(e, null, slots[0]);
+    const second = w.acquire(e, null, slots[1]);
+    await tick();
+    // the drain of a stop sees this slot free (the waiter gave it back) and goes on
+    stopping = true;
+    first.done(ok);
+    await expect(second).rejects.toThrow(/stopping/);
+    expect(limiter.active).toBe(1); // only the first's slot; the waiter took none
+  });
 });
