@@ -237,6 +237,23 @@ describe('ordered delivery', () => {
     }, 30_000, 'the queued calls listed as pending behind the head');
     expect(waiting.every((d: any) => d.waiting_for.message_id === stuck.head.message_id)).toBe(true);
 
+    // another project's owner neither sees this key nor can skip it (keys are per project), and
+    // another spelling of the key is another key
+    const other = await svc.project('pro');
+    const asOther = (method: string, path: string, body?: unknown) => svc.api(other.ownerToken, method, `/v1/projects/${other.ref}${path}`, body);
+    expect((await asOther('GET', '/outbox/blocked-keys')).body.keys).toEqual([]);
+    const foreign = await asOther('POST', '/outbox/blocked-keys/skip', { ordering_key: 'key:stuck' });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.code).toBe('ordering_key_not_blocked');
+    // the other owner's token on this project's route is refused before anything is looked at
+    expect((await svc.api(other.ownerToken, 'POST', `/v1/projects/${project.ref}/outbox/blocked-keys/skip`, { ordering_key: 'key:stuck' })).status).toBe(404);
+    for (const spelling of ['key:STUCK', 'key:stuck ', 'stuck']) {
+      expect((await call('POST', '/outbox/blocked-keys/skip', { ordering_key: spelling })).body.code).toBe('ordering_key_not_blocked');
+    }
+    const still = ((await call('GET', '/outbox/blocked-keys')).body.keys as any[]).find((k) => k.ordering_key === 'key:stuck');
+    expect(still.head.message_id).toBe(stuck.head.message_id);
+    expect(still.queued).toBe(2);
+
     // the owner skips the head: it ends dead, and the next call becomes the head
     const skip = await call('POST', '/outbox/blocked-keys/skip', { ordering_key: 'key:stuck' });
     expect(skip.status).toBe(200);

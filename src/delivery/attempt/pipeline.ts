@@ -90,21 +90,8 @@ export class AttemptPipeline {
       }
     }
     const channel = channels[msg.kind];
-    const createdAt = isoToMicros(msg.firstCreatedAt) ?? Date.now() * 1000;
-    const target = await channel.describe(msg, this.#channelDeps).catch((): DeliveryTarget => ({ target: '(unknown)', method: null, webhookId: null }));
-    const common = {
-      message_id: msg.id,
-      project: msg.project,
-      kind: msg.kind,
-      run: msg.run,
-      webhook_id: target.webhookId,
-      target: target.target,
-      method: target.method,
-      callback_function: callbackOf(msg),
-      message_created_at: createdAt,
-      ordering_key: msg.orderingKey ?? null,
-      seq: msg.seq ?? null,
-    };
+    const { target, common } = await this.#identity(msg);
+    const createdAt = common.message_created_at;
     const startedAt = Date.now();
     const pending =
       msg.attempt === 1
@@ -217,11 +204,10 @@ export class AttemptPipeline {
     return 'recorded';
   }
 
-  /** DeliveryQueued for a message that waits before its first attempt (best effort: it waits either way). */
-  async #publishQueued(msg: OutboxMessage, at: number): Promise<void> {
-    const { ctx, recorder } = this.deps;
+  /** What every event of this delivery repeats: who it is, where it goes, its place in its key. */
+  async #identity(msg: OutboxMessage) {
     const target = await channels[msg.kind].describe(msg, this.#channelDeps).catch((): DeliveryTarget => ({ target: '(unknown)', method: null, webhookId: null }));
-    const data = {
+    const common = {
       message_id: msg.id,
       project: msg.project,
       kind: msg.kind,
@@ -231,10 +217,18 @@ export class AttemptPipeline {
       method: target.method,
       callback_function: callbackOf(msg),
       message_created_at: isoToMicros(msg.firstCreatedAt) ?? Date.now() * 1000,
-      queued_at: at,
       ordering_key: msg.orderingKey ?? null,
       seq: msg.seq ?? null,
     };
-    await recorder.record([encodeEvent({ type: 'DeliveryQueued', data })]).catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state of a queued message failed'));
+    return { target, common };
+  }
+
+  /** DeliveryQueued for a message that waits before its first attempt (best effort: it waits either way). */
+  async #publishQueued(msg: OutboxMessage, at: number): Promise<void> {
+    const { ctx, recorder } = this.deps;
+    const { common } = await this.#identity(msg);
+    await recorder
+      .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: at } })])
+      .catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state of a queued message failed'));
   }
 }
