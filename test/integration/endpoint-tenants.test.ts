@@ -113,8 +113,23 @@ describe('endpoint protection: one project never reaches another project’s cir
     const heldIds1 = (await svc.ctx.db.query('select message_id from held_messages where project_ref = $1 and endpoint = $2', [one.ref, key])).rows.map((r) => r.message_id);
     expect(heldIds1.every((id) => [...first1, ...held1].includes(id))).toBe(true);
 
-    // project one is given up on (ENDPOINT_DISABLE_AFTER of failed probes)
-    const gaveUp = await eventually(async () => (await audit(one, 'endpoint.give_up')).find((e) => e.resource_id === key), 60_000, 'project one’s endpoint to be given up on');
+    // project one is given up on (ENDPOINT_DISABLE_AFTER of failed probes). Each failed probe sends
+    // its message up the retry ladder (21.6 s at this scale by attempt 8), so after ~10 s of probing
+    // all six could be on the ladder and none held when the give-up comes (CI saw
+    // held_messages_ended 0 once): project one keeps writing, as an application would, and each
+    // new message is held at once behind the open circuit
+    const trickle: string[] = [];
+    let writing = true;
+    const writer = (async () => {
+      while (writing) {
+        trickle.push(...(await request(db1, `${shared.url}/one`, 1)));
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    })();
+    const gaveUp = await eventually(async () => (await audit(one, 'endpoint.give_up')).find((e) => e.resource_id === key), 60_000, 'project one’s endpoint to be given up on').finally(async () => {
+      writing = false;
+      await writer;
+    });
     expect(gaveUp.details.held_messages_ended).toBeGreaterThanOrEqual(1);
     // project two's circuit is the one it had (not removed and started again), still not closed,
     // its messages still held, and it was not given up on
@@ -134,7 +149,7 @@ describe('endpoint protection: one project never reaches another project’s cir
     }
     // project one's held messages ended dead without a request, as many as the give-up counted
     const ended = await eventually(async () => {
-      const ds = await Promise.all([...first1, ...held1].map((id) => delivery(one, id)));
+      const ds = await Promise.all([...first1, ...held1, ...trickle].map((id) => delivery(one, id)));
       const given = ds.filter((d) => d.status === 'dead' && d.last_error === GIVEN_UP);
       return given.length >= gaveUp.details.held_messages_ended ? given : null;
     }, 30_000, 'project one’s held messages to end dead');
