@@ -65,6 +65,8 @@ export interface WebhookEventPayload {
   occurred_at: string;
   truncated?: boolean;
   truncated_columns?: string[];
+  /** a test event (POST .../webhooks/{id}/test), not a change of the table */
+  test?: boolean;
 }
 
 export interface WebhookPayload {

@@ -20,7 +20,7 @@ const delivery = {
   type: 'object',
   required: [
     'id', 'kind', 'status', 'target', 'method', 'webhook_id', 'run', 'attempts', 'total_attempts', 'last_http_status', 'last_smtp_code', 'last_error',
-    'next_attempt_at', 'delivered_at', 'created_at', 'updated_at', 'callback', 'ordering_key', 'seq', 'waiting_for',
+    'next_attempt_at', 'delivered_at', 'created_at', 'updated_at', 'callback', 'ordering_key', 'seq', 'waiting_for', 'test',
   ],
   properties: {
     id: { ...uuid, description: 'the message id = webhook-id' },
@@ -52,6 +52,7 @@ const delivery = {
       required: ['message_id', 'since'],
       properties: { message_id: { type: 'string' }, since: { type: 'string', format: 'date-time', description: 'the key is blocked since' } },
     },
+    test: { type: 'boolean', description: 'a test event sent with POST .../webhooks/{id}/test, not a change of the table' },
   },
 } as const;
 const listResponse = {

@@ -36,6 +36,7 @@ export interface DeliveryRow {
   ordering_key: string | null;
   seq: string | null;
   waiting_for: { message_id: string; since: string } | null;
+  test: boolean;
   last_response_body?: string | null;
 }
 
@@ -71,7 +72,9 @@ const COLUMNS = `id, kind, status, target, method, webhook_id, run, attempts, to
   -- queued behind its ordering key's head: which one, and since when the key is blocked
   (select jsonb_build_object('message_id', h.message_id, 'since', to_char(h.since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
      from ordering_queue q join ordering_heads h using (project_ref, ordering_key)
-    where q.project_ref = deliveries.project_ref and q.message_id = deliveries.id limit 1) as waiting_for`;
+    where q.project_ref = deliveries.project_ref and q.message_id = deliveries.id limit 1) as waiting_for,
+  -- sent by POST .../webhooks/{id}/test
+  exists (select 1 from webhook_test_events t where t.project_ref = deliveries.project_ref and t.message_id = deliveries.id) as test`;
 
 /**
  * The project's deliveries matching `f`, newest first (created_at, then id), `limit` of them from

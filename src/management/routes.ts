@@ -12,6 +12,7 @@ import { projectUrl } from '../projects/index.js';
 import { registerSecrets } from './secrets.js';
 import { registerSmtp } from './smtp.js';
 import { registerWebhooks } from './webhooks.js';
+import { registerWebhookPreview } from './webhook-preview.js';
 import { registerEndpoints } from './endpoints.js';
 import { listOwnerProjects } from './project-store.js';
 
@@ -40,6 +41,7 @@ export async function registerManagement(app: FastifyInstance, ctx: AppContext):
 
   registerProjectSettings(app, ctx);
   registerWebhooks(app, ctx);
+  registerWebhookPreview(app, ctx);
   registerEndpoints(app, ctx);
   registerSecrets(app, ctx);
   registerSmtp(app, ctx);

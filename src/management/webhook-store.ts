@@ -39,6 +39,8 @@ export interface WebhookRow {
   ordering: WebhookOrdering;
   max_in_flight: number | null;
   filter: RowFilter | null;
+  columns: string[] | null;
+  template: unknown;
   /** 'failing' when the service disabled it (endpoint protection), else null */
   disabled_reason: string | null;
   disabled_at: Date | null;
@@ -70,6 +72,8 @@ export function webhookRecord(w: WebhookRow, extras?: EndpointExtras) {
     ordering: w.ordering,
     max_in_flight: w.max_in_flight,
     filter: w.filter,
+    columns: w.columns,
+    template: w.template ?? null,
     disabled_reason: w.disabled_reason,
     disabled_at: iso(w.disabled_at),
     disabled_failing_since: iso(w.disabled_failing_since),
@@ -122,26 +126,29 @@ export interface WebhookFields {
   max_in_flight: number | null;
   /** the row filter (src/outbox/row-filter.ts); null: every change */
   filter: RowFilter | null;
+  /** payload shaping: the columns a message carries (null: all), and the body template (null: the row-change payload) */
+  columns: string[] | null;
+  template: unknown;
 }
 
 export async function insertWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
   await q.query(
-    `insert into webhooks (id, project_ref, name, schema_name, table_name, events, url, headers, timeout_ms, enabled, update_columns, rate_limit, ordering, max_in_flight, filter)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-    [id, ref, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.ordering, f.max_in_flight, f.filter === null ? null : JSON.stringify(f.filter)],
+    `insert into webhooks (id, project_ref, name, schema_name, table_name, events, url, headers, timeout_ms, enabled, update_columns, rate_limit, ordering, max_in_flight, filter, columns, template)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+    [id, ref, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.ordering, f.max_in_flight, f.filter === null ? null : JSON.stringify(f.filter), f.columns, f.template === null || f.template === undefined ? null : JSON.stringify(f.template)],
   );
 }
 
 export async function updateWebhook(q: Q, ref: string, id: string, f: WebhookFields): Promise<void> {
   await q.query(
     `update webhooks set name = $3, schema_name = $4, table_name = $5, events = $6, url = $7, headers = $8, timeout_ms = $9,
-            enabled = $10, update_columns = $11, rate_limit = $12, ordering = $13, max_in_flight = $14, filter = $15, updated_at = now(),
+            enabled = $10, update_columns = $11, rate_limit = $12, ordering = $13, max_in_flight = $14, filter = $15, columns = $16, template = $17, updated_at = now(),
             -- enabled again (by the owner): no longer disabled by the service
             disabled_reason = case when $10 then null else disabled_reason end,
             disabled_at = case when $10 then null else disabled_at end,
             disabled_failing_since = case when $10 then null else disabled_failing_since end
       where project_ref = $1 and id = $2`,
-    [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.ordering, f.max_in_flight, f.filter === null ? null : JSON.stringify(f.filter)],
+    [ref, id, f.name, f.schema, f.table, f.events, f.url, JSON.stringify(f.headers), f.timeout_ms, f.enabled, f.update_columns, f.rate_limit, f.ordering, f.max_in_flight, f.filter === null ? null : JSON.stringify(f.filter), f.columns, f.template === null || f.template === undefined ? null : JSON.stringify(f.template)],
   );
 }
 

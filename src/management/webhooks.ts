@@ -8,7 +8,7 @@ import type { AppContext } from '../context.js';
 import { withTransaction } from '../db/index.js';
 import { makeAllowList } from '../outbound/index.js';
 import { ApiError } from '../errors.js';
-import { checkRowFilter, ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger, primaryKeyColumns, type RowFilter, type WebhookOrdering } from '../outbox/index.js';
+import { checkRowFilter, tableColumns, ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger, primaryKeyColumns, type RowFilter, type WebhookOrdering } from '../outbox/index.js';
 import { recordAudit } from '../projects/index.js';
 import { missingColumns, tableExists, withProjectDb } from './project-db.js';
 import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp, uuid } from '../http/index.js';
@@ -20,7 +20,7 @@ import {
   type WebhookFields,
   type WebhookRow,
 } from './webhook-store.js';
-import { endpointViews, healthyCircuit, replayOffer, resetWebhookCircuit, type CircuitView } from '../delivery/index.js';
+import { checkTemplate, endpointViews, healthyCircuit, replayOffer, resetWebhookCircuit, type CircuitView } from '../delivery/index.js';
 
 type Ctx = Pick<AppContext, 'db' | 'box' | 'cfg' | 'log' | 'projectDbs' | 'connect' | 'topics'>;
 
@@ -62,6 +62,19 @@ const fields = {
     maxProperties: 50,
     description:
       'row filter: only changes whose row matches fire the webhook, decided in the trigger (nothing is enqueued for the others). JSON: {"status": "paid"}, {"amount": {"gt": 100}}, {"status": {"in": ["paid","shipped"]}}, {"deleted_at": {"null": true}}, {"old.status": {"ne": "paid"}}, {"and"|"or": [...]}, {"not": {...}}; operators eq, ne, gt, gte, lt, lte, in, not_in, null. Checked against the table when saved: 400 column_not_found or invalid_filter. null (default): every change; see docs/delivery.md, Row filters',
+  },
+  columns: {
+    type: ['array', 'null'],
+    minItems: 1,
+    maxItems: 1600,
+    uniqueItems: true,
+    items: { type: 'string', minLength: 1, maxLength: 63, pattern: TEXT },
+    description: 'payload shaping: the columns record and old_record carry, chosen in the trigger (the others never leave the project database); null (default): every column. Must be columns of the table: 400 column_not_found',
+  },
+  template: {
+    anyOf: [{ type: 'object', additionalProperties: true }, { type: 'array' }, { type: 'null' }],
+    description:
+      'payload shaping: the request body as JSON with placeholders, filled at send time: {{type}}, {{schema}}, {{table}}, {{occurred_at}}, {{webhook_id}}, {{message_id}}, {{test}}, {{truncated}}, {{truncated_columns}}, {{payload}}, {{record}}, {{record.column}}, {{old_record.column}} (paths go on: .field, [0], ["any name"]), {{secret:NAME}}. A string that is one placeholder becomes its value (number, object, null); inside text it is written as text. No code runs. null (default): the row-change payload. Checked when saved: 400 invalid_template or column_not_found; see docs/delivery.md, Payload shaping',
   },
   max_in_flight: {
     type: ['integer', 'null'],
@@ -110,7 +123,7 @@ const record = {
   // Every field but replay_offer (and signing_secret, in withSecret) is always there, but only those
   // before replay_offer are listed: fast-json-stringify writes required fields first, so listing a
   // later one would move replay_offer behind it and change the order of the answer's fields.
-  required: ['id', 'name', 'table', 'events', 'update_columns', 'url', 'headers', 'timeout_ms', 'enabled', 'rate_limit', 'ordering', 'max_in_flight', 'filter', 'disabled_reason', 'disabled_at', 'disabled_failing_since', 'circuit'],
+  required: ['id', 'name', 'table', 'events', 'update_columns', 'url', 'headers', 'timeout_ms', 'enabled', 'rate_limit', 'ordering', 'max_in_flight', 'filter', 'columns', 'template', 'disabled_reason', 'disabled_at', 'disabled_failing_since', 'circuit'],
   properties: {
     id: uuid,
     name: { type: 'string' },
@@ -125,6 +138,8 @@ const record = {
     ordering: { type: 'string', enum: ['none', 'row'] },
     max_in_flight: { type: ['integer', 'null'] },
     filter: { type: ['object', 'null'], additionalProperties: true },
+    columns: { type: ['array', 'null'], items: { type: 'string' } },
+    template: { anyOf: [{ type: 'object', additionalProperties: true }, { type: 'array' }, { type: 'null' }] },
     disabled_reason: { type: ['string', 'null'], description: "'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise" },
     disabled_at: { type: ['string', 'null'], format: 'date-time' },
     disabled_failing_since: { type: ['string', 'null'], format: 'date-time', description: 'when disabled by the service: since when its endpoint had been failing' },
@@ -173,9 +188,15 @@ interface Body {
   ordering?: WebhookOrdering;
   max_in_flight?: number | null;
   filter?: RowFilter | null;
+  columns?: string[] | null;
+  template?: unknown;
   signature_scheme?: SignatureScheme;
   rotate_secret?: boolean;
 }
+
+/** The fields the webhook's triggers are made of: a change of one installs them again. */
+const TRIGGER_FIELDS: readonly (keyof WebhookFields)[] = ['schema', 'table', 'events', 'enabled', 'update_columns', 'ordering', 'filter', 'columns'];
+export const triggerSpec = (id: string, f: WebhookFields) => ({ id, schema: f.schema, table: f.table, events: f.events, updateColumns: f.update_columns, ordering: f.ordering, filter: f.filter, columns: f.columns });
 
 const origin = (url: string) => new URL(url).origin;
 // jsonb does not keep key order, so headers are compared with their keys sorted
@@ -208,6 +229,17 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
   /** The row filter against the table as it will be, before any trigger is dropped or created. */
   async function vetFilter(refName: string, f: WebhookFields) {
     if (f.filter && f.enabled) await withProjectDb(ctx, refName, (c) => checkRowFilter(c, f.schema, f.table, f.filter!));
+  }
+
+  /** Payload shaping against the table as it will be: the columns exist, the template reads only columns a message carries. */
+  async function vetShape(refName: string, f: WebhookFields) {
+    if (!f.columns && (f.template === null || f.template === undefined)) return;
+    const all = await withProjectDb(ctx, refName, (c) => tableColumns(c, f.schema, f.table));
+    if (f.columns) {
+      const missing = f.columns.filter((col) => !all.includes(col));
+      if (missing.length) throw new ApiError('column_not_found', `columns: ${missing.map((m) => JSON.stringify(m)).join(', ')} ${missing.length === 1 ? 'is not a column' : 'are not columns'} of ${f.schema}.${f.table} (names are case-sensitive).`);
+    }
+    if (f.template !== null && f.template !== undefined) checkTemplate(f.template, f.columns ?? all, f.columns ? `the webhook's columns (${f.columns.join(', ')})` : `${f.schema}.${f.table}`);
   }
 
   async function vetUpdateColumns(refName: string, f: WebhookFields, checkColumns: boolean) {
@@ -247,8 +279,11 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         ordering: b.ordering ?? ((await withProjectDb(ctx, refName, (c) => primaryKeyColumns(c, v.target!.schema, v.target!.table))).length ? 'row' : 'none'),
         max_in_flight: b.max_in_flight ?? null,
         filter: b.filter ?? null,
+        columns: b.columns ?? null,
+        template: b.template ?? null,
       };
       await vetUpdateColumns(refName, f, true);
+      await vetShape(refName, f);
       await vetFilter(refName, f);
       await ensureOutboxEnabled(ctx, refName);
       const secret = await withTransaction(ctx.db, async (c) => {
@@ -258,10 +293,10 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           action: 'webhook.create',
           resourceType: 'webhook',
           resourceId: id,
-          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled, rate_limit: f.rate_limit, ordering: f.ordering, max_in_flight: f.max_in_flight, filter: f.filter, signature_scheme: b.signature_scheme ?? 'v1' },
+          details: { name: f.name, table: `${f.schema}.${f.table}`, events: f.events, update_columns: f.update_columns, url_origin: origin(f.url), header_names: Object.keys(f.headers), timeout_ms: f.timeout_ms, enabled: f.enabled, rate_limit: f.rate_limit, ordering: f.ordering, max_in_flight: f.max_in_flight, filter: f.filter, columns: f.columns, template: f.template !== null, signature_scheme: b.signature_scheme ?? 'v1' },
         });
         // Last, so a failure here rolls the webhook back; the trigger commits in its own database.
-        if (f.enabled) await withProjectDb(ctx, refName, (pc) => installWebhookTrigger(pc, { id, schema: f.schema, table: f.table, events: f.events, updateColumns: f.update_columns, ordering: f.ordering, filter: f.filter }));
+        if (f.enabled) await withProjectDb(ctx, refName, (pc) => installWebhookTrigger(pc, triggerSpec(id, f)));
         return s;
       });
       const row = await getWebhook(ctx.db, refName, id);
@@ -308,7 +343,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
       const b = req.body;
       const v = await vet(refName, b);
       let reenabled: Date | null = null;
-      const touchesTrigger = b.table !== undefined || b.events !== undefined || b.enabled !== undefined || b.update_columns !== undefined || b.ordering !== undefined || b.filter !== undefined;
+      const touchesTrigger = TRIGGER_FIELDS.some((k) => (b as Record<string, unknown>)[k === 'schema' ? 'table' : k] !== undefined);
       if (touchesTrigger) await ensureOutboxEnabled(ctx, refName);
       const secret = await withTransaction(ctx.db, async (c) => {
         const cur = await getWebhook(c, refName, id, true);
@@ -327,12 +362,15 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
           ordering: b.ordering ?? cur.ordering,
           max_in_flight: b.max_in_flight !== undefined ? b.max_in_flight : cur.max_in_flight,
           filter: b.filter !== undefined ? b.filter : cur.filter,
+          columns: b.columns !== undefined ? b.columns : cur.columns,
+          template: b.template !== undefined ? b.template : cur.template,
         };
         const before: WebhookFields = { ...cur, schema: cur.schema_name, table: cur.table_name };
         const changed = (Object.keys(next) as (keyof WebhookFields)[]).filter((k) => canonical(next[k]) !== canonical(before[k]));
         await vetUpdateColumns(refName, next, changed.some((k) => k === 'schema' || k === 'table' || k === 'update_columns'));
         // the trigger is installed again below: its filter must still fit the table
         if (changed.some((k) => k === 'schema' || k === 'table' || k === 'events' || k === 'enabled' || k === 'update_columns' || k === 'ordering' || k === 'filter')) await vetFilter(refName, next);
+        if (changed.some((k) => k === 'schema' || k === 'table' || k === 'columns' || k === 'template')) await vetShape(refName, next);
         reenabled = cur.disabled_reason && next.enabled ? cur.disabled_at : null;
         if (changed.length) {
           await updateWebhook(c, refName, id, next);
@@ -348,10 +386,10 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
         if (rotate) {
           await recordAudit(c, req, refName, { action: 'webhook.rotate_secret', resourceType: 'webhook', resourceId: id, details: { grace_ms: ctx.cfg.SIGNING_SECRET_GRACE, signature_scheme: scheme } });
         }
-        if (changed.some((k) => k === 'schema' || k === 'table' || k === 'events' || k === 'enabled' || k === 'update_columns' || k === 'ordering' || k === 'filter')) {
+        if (changed.some((k) => TRIGGER_FIELDS.includes(k))) {
           await withProjectDb(ctx, refName, async (pc) => {
             await dropWebhookTrigger(pc, { id, schema: cur.schema_name, table: cur.table_name });
-            if (next.enabled) await installWebhookTrigger(pc, { id, schema: next.schema, table: next.table, events: next.events, updateColumns: next.update_columns, ordering: next.ordering, filter: next.filter });
+            if (next.enabled) await installWebhookTrigger(pc, triggerSpec(id, next));
           });
         }
         return s;

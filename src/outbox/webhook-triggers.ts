@@ -24,6 +24,8 @@ export interface WebhookTriggerSpec {
   ordering?: WebhookOrdering;
   /** a row filter (row-filter.ts): only matching changes fire; null or absent: every change */
   filter?: RowFilter | null;
+  /** payload shaping: the columns a message carries (null or absent: all of them) */
+  columns?: string[] | null;
 }
 
 export type WebhookOrdering = 'none' | 'row';
@@ -71,7 +73,14 @@ export async function installWebhookTrigger(c: pg.ClientBase, w: WebhookTriggerS
     throw new ApiError('ordering_needs_primary_key', `ordering "row" needs a primary key, and ${w.schema}.${w.table} has none: add one, or use ordering "none".`);
   }
   if (w.filter) await checkRowFilter(c, w.schema, w.table, w.filter);
-  const args = [w.id, ...(keyColumns.length ? ['row', ...keyColumns] : [])].map((a) => pg.escapeLiteral(a)).join(', ');
+  if (w.columns?.length) {
+    const have = new Set(await tableColumns(c, w.schema, w.table));
+    const missing = w.columns.filter((col) => !have.has(col));
+    if (missing.length) throw new ApiError('column_not_found', `columns: ${missing.map((m) => JSON.stringify(m)).join(', ')} ${missing.length === 1 ? 'is not a column' : 'are not columns'} of ${w.schema}.${w.table} (names are case-sensitive).`);
+  }
+  // base.webhook_trigger's arguments (base-schema.sql): the id, then 'v2', the number of key columns, the key columns and the payload's columns
+  const more = keyColumns.length || w.columns?.length ? ['v2', String(keyColumns.length), ...keyColumns, ...(w.columns ?? [])] : [];
+  const args = [w.id, ...more].map((a) => pg.escapeLiteral(a)).join(', ');
   const call = `for each row execute function base.webhook_trigger(${args})`;
   const events = [...new Set(w.events)];
   const changed = events.includes('UPDATE') && w.updateColumns?.length ? await changedCondition(c, w.schema, w.table, w.updateColumns) : null;
@@ -96,6 +105,16 @@ export async function installWebhookTrigger(c: pg.ClientBase, w: WebhookTriggerS
   if (changed) {
     await c.query(`create trigger ${pg.escapeIdentifier(updateTriggerName(w.id))} after update on ${table} for each row when (${changed}) execute function base.webhook_trigger(${args})`);
   }
+}
+
+/** The table's columns in order (empty: no such table). */
+export async function tableColumns(c: pg.ClientBase, schema: string, table: string): Promise<string[]> {
+  const r = await c.query<{ attname: string }>(
+    `select a.attname from pg_attribute a join pg_class t on t.oid = a.attrelid join pg_namespace n on n.oid = t.relnamespace
+      where n.nspname = $1 and t.relname = $2 and a.attnum > 0 and not a.attisdropped order by a.attnum`,
+    [schema, table],
+  );
+  return r.rows.map((x) => x.attname);
 }
 
 /** The table's primary-key columns in key order (empty: no primary key). */

@@ -38,9 +38,12 @@ export async function renderAndSend(
   timeoutMs: number | null | undefined,
   extraHeaders: Record<string, string> = {},
   rawBody?: string,
+  /** secrets already put into rawBody (a webhook's template): scrubbed from the outcome too */
+  bodySecrets?: ReadonlyMap<string, string>,
 ): Promise<AttemptOutcome> {
   const names = placeholderNames(written.url, written.headers, rawBody === undefined ? written.body : null);
   const secrets = names.length > 0 ? await deps.directory.secrets(msg.project, names) : new Map<string, string>();
+  for (const [k, v] of bodySecrets ?? []) if (!secrets.has(k)) secrets.set(k, v);
   const unknown = names.find((n) => !secrets.has(n));
   // An unknown secret is "failed" (it may be created before the next attempt): docs/delivery.md,
   // Classification.

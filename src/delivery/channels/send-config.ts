@@ -19,6 +19,8 @@ export interface WebhookConfig {
   rateLimit: number | null;
   /** attempts in flight at most per dispatcher process, or null: adaptive only (endpoints/window.ts) */
   maxInFlight: number | null;
+  /** the body template (channels/template.ts), or null: the row-change payload */
+  template: unknown;
   /**
    * every key that signs now, whsec_ (v1) or whsk_ (v1a): the current one and rotated-out ones
    * still in their grace period, newest first
@@ -70,7 +72,7 @@ export class DeliveryDirectory {
 
   async #loadWebhooks(ids: string[]): Promise<Map<string, WebhookConfig>> {
     const r = await this.ctx.db.query(
-      `select w.id, w.project_ref, w.url, w.headers, w.timeout_ms, w.enabled, w.rate_limit, w.max_in_flight,
+      `select w.id, w.project_ref, w.url, w.headers, w.timeout_ms, w.enabled, w.rate_limit, w.max_in_flight, w.template,
               coalesce(array_agg(s.secret_enc order by s.created_at desc) filter (where s.id is not null), '{}') as secrets
          from webhooks w
          left join webhook_signing_secrets s on s.webhook_id = w.id and (s.expires_at is null or s.expires_at > now())
@@ -90,6 +92,7 @@ export class DeliveryDirectory {
           enabled: row.enabled,
           rateLimit: row.rate_limit,
           maxInFlight: row.max_in_flight,
+          template: row.template ?? null,
           signingSecrets: (row.secrets as Buffer[]).map((enc) => this.ctx.box.open(enc, aad.signingSecret(row.id))),
         },
       ]),

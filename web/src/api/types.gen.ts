@@ -354,6 +354,8 @@ export interface ApiResponses {
           /** the key is blocked since */
           since: string;
         } | null;
+        /** a test event sent with POST .../webhooks/{id}/test, not a change of the table */
+        test: boolean;
       }[];
       /** pass as cursor for the next page; null on the last */
       next_cursor: string | null;
@@ -399,6 +401,8 @@ export interface ApiResponses {
         /** the key is blocked since */
         since: string;
       } | null;
+      /** a test event sent with POST .../webhooks/{id}/test, not a change of the table */
+      test: boolean;
       /** truncated to RESPONSE_BODY_LIMIT bytes */
       last_response_body: string | null;
       attempt_history: {
@@ -541,6 +545,8 @@ export interface ApiResponses {
       ordering: 'none' | 'row';
       max_in_flight: number | null;
       filter: Record<string, unknown> | null;
+      columns: string[] | null;
+      template: Record<string, unknown> | unknown[] | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
@@ -598,6 +604,8 @@ export interface ApiResponses {
       ordering: 'none' | 'row';
       max_in_flight: number | null;
       filter: Record<string, unknown> | null;
+      columns: string[] | null;
+      template: Record<string, unknown> | unknown[] | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
@@ -657,6 +665,8 @@ export interface ApiResponses {
       ordering: 'none' | 'row';
       max_in_flight: number | null;
       filter: Record<string, unknown> | null;
+      columns: string[] | null;
+      template: Record<string, unknown> | unknown[] | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
@@ -714,6 +724,8 @@ export interface ApiResponses {
       ordering: 'none' | 'row';
       max_in_flight: number | null;
       filter: Record<string, unknown> | null;
+      columns: string[] | null;
+      template: Record<string, unknown> | unknown[] | null;
       /** 'failing': the service disabled it after its endpoint failed for ENDPOINT_DISABLE_AFTER; null otherwise */
       disabled_reason: string | null;
       disabled_at: string | null;
@@ -760,6 +772,35 @@ export interface ApiResponses {
   /** Delete a webhook and its trigger */
   'DELETE /v1/projects/{ref}/webhooks/{id}': {
     204: unknown;
+  };
+  /** The request a row change would make (filter, columns, template applied), without sending it */
+  'POST /v1/projects/{ref}/webhooks/{id}/preview': {
+    200: {
+      /** whether this change would enqueue a message (events, update_columns, filter, enabled) */
+      fires: boolean;
+      not_sent_because: string[];
+      sample: {
+        type: string;
+        source: 'given' | 'latest_row';
+      };
+      request: {
+        method: string;
+        url: string;
+        /** {{secret:NAME}} kept as written; webhook-id, webhook-timestamp and webhook-signature are made at send time */
+        headers: Record<string, string>;
+        /** the JSON body as it would be sent (secrets kept as placeholders) */
+        body: unknown;
+        size_bytes: number;
+      };
+    };
+  };
+  /** Send a test event to the webhook now: the sample (or the latest row) as a real message, marked test, whatever its events and filter */
+  'POST /v1/projects/{ref}/webhooks/{id}/test': {
+    202: {
+      message_id: string;
+      /** GET this path for the delivery (marked test: true) */
+      delivery: string;
+    };
   };
   /** The setup link: what to enter at the IdP, the provider so far, the last test */
   'GET /v1/sso-setup': {};
