@@ -56,7 +56,8 @@ export interface EmailPayload {
 
 /** The row-change payload a database webhook sends (docs/delivery.md, "Payloads"; built by base.webhook_trigger). */
 export interface WebhookEventPayload {
-  type: 'INSERT' | 'UPDATE' | 'DELETE';
+  /** BACKFILL: a row sent by a backfill (src/outbox/backfill.ts), not a change */
+  type: 'INSERT' | 'UPDATE' | 'DELETE' | 'BACKFILL';
   schema: string;
   table: string;
   record: Record<string, unknown> | null;

@@ -1,10 +1,10 @@
 // The background roles of this process (dispatcher, projector), started per ROLES. The dispatcher
 // role runs the main outbox consumer and the retry consumer (consume/), the callbacks worker
-// (callbacks/), housekeeping of the ledger (housekeeping.ts) and the connector supervisor
-// (src/outbox/supervisor.ts); the projector role keeps the deliveries tables (projection/).
+// (callbacks/), housekeeping of the ledger (housekeeping.ts), the connector supervisor
+// (src/outbox/supervisor.ts) and webhook backfills (src/outbox/backfill.ts); the projector role keeps the deliveries tables (projection/).
 import type { AppContext } from '../context.js';
 import { createGuardedAgent, makeAllowList } from '../outbound/index.js';
-import { startConnectorSupervisor } from '../outbox/index.js';
+import { startBackfills, startConnectorSupervisor } from '../outbox/index.js';
 import { OutcomeRecorder } from './attempt/recorder.js';
 import { AttemptPipeline } from './attempt/pipeline.js';
 import { startCallbacks } from './callbacks/consumer.js';
@@ -69,12 +69,14 @@ export async function startWorkers(ctx: AppContext, roles: string[], onFatal: On
     const housekeeping = startHousekeeping(ctx);
     // one process of those with this role restarts failed connectors (advisory lock; supervisor.ts)
     const supervisor = startConnectorSupervisor(ctx);
+    // webhook backfills: the rows already in a table, enqueued chunk by chunk (src/outbox/backfill.ts)
+    const backfills = startBackfills(ctx);
     workers.push({
       name: 'dispatcher',
       async stop() {
         await releaser.stop();
         sweeper.stop();
-        await Promise.all([consumer, retries, callbacks, housekeeping, supervisor].map((w) => w.stop()));
+        await Promise.all([consumer, retries, callbacks, housekeeping, supervisor, backfills].map((w) => w.stop()));
         await health.stop();
         await close();
       },

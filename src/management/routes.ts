@@ -13,6 +13,7 @@ import { registerSecrets } from './secrets.js';
 import { registerSmtp } from './smtp.js';
 import { registerWebhooks } from './webhooks.js';
 import { registerWebhookPreview } from './webhook-preview.js';
+import { registerBackfills } from './backfills.js';
 import { registerEndpoints } from './endpoints.js';
 import { listOwnerProjects } from './project-store.js';
 
@@ -42,6 +43,7 @@ export async function registerManagement(app: FastifyInstance, ctx: AppContext):
   registerProjectSettings(app, ctx);
   registerWebhooks(app, ctx);
   registerWebhookPreview(app, ctx);
+  registerBackfills(app, ctx);
   registerEndpoints(app, ctx);
   registerSecrets(app, ctx);
   registerSmtp(app, ctx);

@@ -8,3 +8,4 @@ export * from './webhook-triggers.js';
 export * from './supervisor.js';
 export * from './idle-capture.js';
 export * from './row-filter.js';
+export * from './backfill.js';

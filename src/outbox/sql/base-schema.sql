@@ -36,6 +36,15 @@ create table if not exists base.outbox (
 -- ordering key, seq order is commit order.
 create sequence if not exists base.outbox_seq;
 revoke all on sequence base.outbox_seq from public;
+-- Backfills (src/outbox/backfill.ts): each one's cursor (the primary key of the last row enqueued)
+-- and count, written in the transaction that enqueues its rows.
+create table if not exists base.backfills (
+  id uuid primary key,
+  cursor jsonb,
+  rows_done bigint not null default 0,
+  updated_at timestamptz not null default now()
+);
+revoke all on base.backfills from public;
 -- Debezium needs the old row identity only for deletes, which the Outbox Event Router ignores.
 alter table base.outbox replica identity default;
 revoke all on base.outbox from public;

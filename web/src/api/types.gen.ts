@@ -773,6 +773,150 @@ export interface ApiResponses {
   'DELETE /v1/projects/{ref}/webhooks/{id}': {
     204: unknown;
   };
+  /** The webhook's backfills, newest first (the last 50) */
+  'GET /v1/projects/{ref}/webhooks/{id}/backfills': {
+    200: {
+      id: string;
+      webhook_id: string;
+      state: 'running' | 'paused' | 'done' | 'cancelled' | 'failed';
+      /** the rows sent: this filter, or null (every row) */
+      filter: Record<string, unknown> | null;
+      /** rows a second at most */
+      rate: number;
+      /** rows enqueued (each one message, delivered like any other) */
+      rows_done: number;
+      /** rows matching when it started (counted; estimated from the table statistics when counting took over 5 s) */
+      rows_estimated: number | null;
+      /** rate of the last chunk */
+      rows_per_second: number | null;
+      /** failed chunks (each tried again; 10 in a row end it failed) */
+      errors: number;
+      last_error: string | null;
+      created_at: string;
+      updated_at: string;
+      finished_at: string | null;
+    }[];
+  };
+  /** Start a backfill: the table's rows (all, or those matching filter) sent as BACKFILL events in primary-key order, at rate rows a second */
+  'POST /v1/projects/{ref}/webhooks/{id}/backfills': {
+    201: {
+      id: string;
+      webhook_id: string;
+      state: 'running' | 'paused' | 'done' | 'cancelled' | 'failed';
+      /** the rows sent: this filter, or null (every row) */
+      filter: Record<string, unknown> | null;
+      /** rows a second at most */
+      rate: number;
+      /** rows enqueued (each one message, delivered like any other) */
+      rows_done: number;
+      /** rows matching when it started (counted; estimated from the table statistics when counting took over 5 s) */
+      rows_estimated: number | null;
+      /** rate of the last chunk */
+      rows_per_second: number | null;
+      /** failed chunks (each tried again; 10 in a row end it failed) */
+      errors: number;
+      last_error: string | null;
+      created_at: string;
+      updated_at: string;
+      finished_at: string | null;
+    };
+  };
+  /** One backfill and its progress */
+  'GET /v1/projects/{ref}/webhooks/{id}/backfills/{backfill_id}': {
+    200: {
+      id: string;
+      webhook_id: string;
+      state: 'running' | 'paused' | 'done' | 'cancelled' | 'failed';
+      /** the rows sent: this filter, or null (every row) */
+      filter: Record<string, unknown> | null;
+      /** rows a second at most */
+      rate: number;
+      /** rows enqueued (each one message, delivered like any other) */
+      rows_done: number;
+      /** rows matching when it started (counted; estimated from the table statistics when counting took over 5 s) */
+      rows_estimated: number | null;
+      /** rate of the last chunk */
+      rows_per_second: number | null;
+      /** failed chunks (each tried again; 10 in a row end it failed) */
+      errors: number;
+      last_error: string | null;
+      created_at: string;
+      updated_at: string;
+      finished_at: string | null;
+    };
+  };
+  /** Cancel a running or paused backfill (rows already enqueued are still delivered) */
+  'POST /v1/projects/{ref}/webhooks/{id}/backfills/{backfill_id}/cancel': {
+    200: {
+      id: string;
+      webhook_id: string;
+      state: 'running' | 'paused' | 'done' | 'cancelled' | 'failed';
+      /** the rows sent: this filter, or null (every row) */
+      filter: Record<string, unknown> | null;
+      /** rows a second at most */
+      rate: number;
+      /** rows enqueued (each one message, delivered like any other) */
+      rows_done: number;
+      /** rows matching when it started (counted; estimated from the table statistics when counting took over 5 s) */
+      rows_estimated: number | null;
+      /** rate of the last chunk */
+      rows_per_second: number | null;
+      /** failed chunks (each tried again; 10 in a row end it failed) */
+      errors: number;
+      last_error: string | null;
+      created_at: string;
+      updated_at: string;
+      finished_at: string | null;
+    };
+  };
+  /** Pause a running backfill (its place is kept) */
+  'POST /v1/projects/{ref}/webhooks/{id}/backfills/{backfill_id}/pause': {
+    200: {
+      id: string;
+      webhook_id: string;
+      state: 'running' | 'paused' | 'done' | 'cancelled' | 'failed';
+      /** the rows sent: this filter, or null (every row) */
+      filter: Record<string, unknown> | null;
+      /** rows a second at most */
+      rate: number;
+      /** rows enqueued (each one message, delivered like any other) */
+      rows_done: number;
+      /** rows matching when it started (counted; estimated from the table statistics when counting took over 5 s) */
+      rows_estimated: number | null;
+      /** rate of the last chunk */
+      rows_per_second: number | null;
+      /** failed chunks (each tried again; 10 in a row end it failed) */
+      errors: number;
+      last_error: string | null;
+      created_at: string;
+      updated_at: string;
+      finished_at: string | null;
+    };
+  };
+  /** Resume a paused backfill where it stopped */
+  'POST /v1/projects/{ref}/webhooks/{id}/backfills/{backfill_id}/resume': {
+    200: {
+      id: string;
+      webhook_id: string;
+      state: 'running' | 'paused' | 'done' | 'cancelled' | 'failed';
+      /** the rows sent: this filter, or null (every row) */
+      filter: Record<string, unknown> | null;
+      /** rows a second at most */
+      rate: number;
+      /** rows enqueued (each one message, delivered like any other) */
+      rows_done: number;
+      /** rows matching when it started (counted; estimated from the table statistics when counting took over 5 s) */
+      rows_estimated: number | null;
+      /** rate of the last chunk */
+      rows_per_second: number | null;
+      /** failed chunks (each tried again; 10 in a row end it failed) */
+      errors: number;
+      last_error: string | null;
+      created_at: string;
+      updated_at: string;
+      finished_at: string | null;
+    };
+  };
   /** The request a row change would make (filter, columns, template applied), without sending it */
   'POST /v1/projects/{ref}/webhooks/{id}/preview': {
     200: {
