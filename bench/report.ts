@@ -112,6 +112,10 @@ export interface Figures {
   sparse_latency_p99_ms: number | null;
   /** sparse phase: commit -> receipt p99 of each project's first message, which woke its stopped connector */
   wake_latency_p99_ms: number | null;
+  /** backfill phase: rows a second delivered (first request to last receipt) */
+  backfill_rows_per_s: number | null;
+  /** backfill phase: commit -> receipt p99 of the live messages written meanwhile */
+  backfill_live_latency_p99_ms: number | null;
   idle_projects: number;
   messages: number;
 }
@@ -151,6 +155,8 @@ export function table(f: Figures, met: Record<string, boolean | null>): string {
     ['sparse, per project (1 msg/min)', fmt(f.sparse_ms_per_s_per_project, ' ms/s'), `≤ 5 ms/s: ${mark(met.sparse_at_most_5ms_per_s_per_project)}`],
     ['sparse latency p99', fmt(f.sparse_latency_p99_ms, ' ms'), `≤ 1500 ms: ${mark(met.sparse_p99_at_most_1500ms)}`],
     ['wake from idle p99 (open connection)', fmt(f.wake_latency_p99_ms, ' ms'), `< 1000 ms: ${mark(met.wake_p99_under_1s)}`],
+    ['backfill (1M rows)', fmt(f.backfill_rows_per_s, ' rows/s'), ''],
+    ['live latency p99 during backfill', fmt(f.backfill_live_latency_p99_ms, ' ms'), ''],
     ['hol_penalty', f.hol_penalty === null ? 'not measured' : `${(f.hol_penalty * 100).toFixed(1)} %`, `≤ 10 %: ${mark(met.hol_penalty_at_most_10pct)}`],
     ['service peak RSS', fmt(f.service_peak_rss_mb, ' MB'), `≤ 300 MB: ${mark(met.service_at_most_300mb)}`],
     ['kafka peak RSS', fmt(f.kafka_peak_rss_mb, ' MB'), ''],

@@ -12,6 +12,7 @@ import { LoadGenerator, TABLES, tableDdl } from './load.js';
 import { Receipts } from './receipts.js';
 import { ProcWatch, pidFromFile, processAgeSeconds } from './proc.js';
 import { sparsePhase } from './sparse.js';
+import { backfillPhase } from './backfill.js';
 import { BaselineWorker, PATH_PROCESSES, baselinePhase, commitPhase, e2ePhase, holPhase, idlePhase, latencyPhase, warmPipeline, type Phase, type PhaseCtx, type Settings } from './phases.js';
 import { latencySvg, table, targetsMet, type Figures } from './report.js';
 import { findProfile, summariseProfile } from './profile.js';
@@ -253,6 +254,20 @@ async function main() {
   }
   const e2e = pipeline ? await run('e2e', () => e2ePhase(ctx), true, true, wake) : null;
   const hol = pipeline && hang ? await run('hol', () => holPhase(ctx), true, true, wake) : null;
+  // not in the default phases (a million rows take minutes): BENCH_PHASES=backfill npm run bench
+  const backfill = pipeline
+    ? await run('backfill', () =>
+        backfillPhase(ctx, {
+          databaseUrl: project.databaseUrl,
+          rows: Number(env.BENCH_BACKFILL_ROWS ?? 1_000_000),
+          rate: Number(env.BENCH_BACKFILL_RATE ?? 2000),
+          liveRate: Number(env.BENCH_BACKFILL_LIVE_RATE ?? 100),
+          firstSeq: 3_000_000_000,
+          url: receipts.url('/backfill'),
+          api: (m, p, b) => svc.api(m, p, b),
+          projectRef: project.ref,
+        }), true, true, wake)
+    : null;
 
   // Sparse traffic on the hundred projects, with the service's default CAPTURE_IDLE_AFTER (the
   // short one of this run is only there to make them idle in minutes): restarted for it.
@@ -292,6 +307,8 @@ async function main() {
     idle_ms_per_s_per_project: idle?.figure ?? null,
     sparse_ms_per_s_per_project: sparse?.figure ?? null,
     sparse_latency_p99_ms: ((sparse?.detail.latency_ms as Record<string, number> | null | undefined) ?? null)?.p99 ?? null,
+    backfill_rows_per_s: backfill?.figure ?? null,
+    backfill_live_latency_p99_ms: ((backfill?.detail.live_latency_ms as Record<string, number> | undefined) ?? null)?.p99 ?? null,
     wake_latency_p99_ms: ((sparse?.detail.wake_latency_ms as Record<string, number> | null | undefined) ?? null)?.p99 ?? null,
     // as measured (idle at both ends of the phase), not as asked
     idle_projects: idle ? Math.min(...Object.values((idle.detail.idle_projects as Record<string, number> | undefined) ?? { none: 0 })) : 0,
