@@ -237,9 +237,10 @@ export function startBackfills(ctx: Ctx): { name: string; stop(): Promise<void> 
         const st = await report(
           b,
           res.done
-            ? `rows_done = $3, rows_per_second = $4, errors_in_a_row = 0, state = case when state in ('running', 'paused') then 'done' else state end, finished_at = coalesce(finished_at, now()), lease_until = now()`
-            : `rows_done = $3, rows_per_second = $4, errors_in_a_row = 0, lease_until = now() + ${LEASE_MS} * interval '1 millisecond'`,
-          [res.rowsDone, perSecond],
+            ? `rows_done = $3, rows_per_second = coalesce($4::float8, rows_per_second), errors_in_a_row = 0, state = case when state in ('running', 'paused') then 'done' else state end, finished_at = coalesce(finished_at, now()), lease_until = now()`
+            : `rows_done = $3, rows_per_second = coalesce($4::float8, rows_per_second), errors_in_a_row = 0, lease_until = now() + ${LEASE_MS} * interval '1 millisecond'`,
+          // a last, empty chunk says nothing of the rate: the one before stays
+          [res.rowsDone, res.rows > 0 ? perSecond : null],
         );
         if (res.done) {
           log.info({ backfill: b.id, project: b.project_ref, rows: res.rowsDone }, 'backfill done');
