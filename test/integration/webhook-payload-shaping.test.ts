@@ -175,6 +175,20 @@ describe('webhook payload shaping, preview and test events', () => {
     expect([r.status, r.body.code]).toEqual([400, 'column_not_found']);
   });
 
+  it('still reads a trigger installed by an earlier build (\'row\' and the key columns as arguments)', async () => {
+    await db.query(`create table public.legacy (id int primary key, name text)`);
+    const hook = await call('POST', '/webhooks', { table: 'public.legacy', events: ['INSERT'], url: `${receiver.url}/legacy` });
+    expect(hook.body.ordering).toBe('row');
+    const name = `webhook_${hook.body.id.replace(/-/g, '')}`;
+    await db.query(`drop trigger ${name} on public.legacy`);
+    await db.query(`create trigger ${name} after insert on public.legacy for each row execute function base.webhook_trigger('${hook.body.id}', 'row', 'id')`);
+    await db.query(`insert into public.legacy values (41, 'old style')`);
+    await eventually(async () => receiver.to('/legacy').length >= 1, 30_000, 'the row through the old trigger');
+    expect(bodies('/legacy')[0]).toMatchObject({ type: 'INSERT', record: { id: 41, name: 'old style' } });
+    const d = await eventually(async () => (await call('GET', `/outbox/deliveries?webhook_id=${hook.body.id}`)).body.deliveries[0], 30_000, 'its delivery');
+    expect(d.ordering_key).toBe(`row:${hook.body.id}:[41]`);
+  });
+
   it('previews the request a change would make, without sending it, and says why a change would not fire', async () => {
     const hook = await call('POST', '/webhooks', {
       table: 'public.orders',
