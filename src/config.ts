@@ -221,11 +221,14 @@ const schema = z.object({
   ENDPOINT_WINDOW_MAX: z.coerce.number().int().min(0).max(100_000).default(1000),
   ENDPOINT_WINDOW_QUEUE: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   /**
-   * Backfills (src/outbox/backfill.ts): rows a second when the request names no rate, and rows
-   * enqueued per transaction at most (each transaction holds a share lock on its rows).
+   * Backfills (src/outbox/backfill.ts): rows a second when the request names no rate (a ceiling:
+   * see BACKFILL_MAX_LAG), and rows enqueued per transaction at most (each transaction holds a
+   * share lock on its rows).
    */
   BACKFILL_RATE: z.coerce.number().int().min(1).max(10_000).default(500),
   BACKFILL_CHUNK: z.coerce.number().int().min(1).max(10_000).default(500),
+  /** A backfill waits while the dispatchers are more than this many outbox records behind. */
+  BACKFILL_MAX_LAG: z.coerce.number().int().min(0).max(10_000_000).default(5000),
   /** Callbacks (callback_function): statement timeout of one call, calls per final outcome, first delay between calls (doubling, × RETRY_TIME_SCALE). */
   CALLBACK_TIMEOUT: duration.prefault('5s'),
   CALLBACK_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),

@@ -19,7 +19,7 @@ import { getWebhook } from './webhook-store.js';
 const stamp = { type: 'string', format: 'date-time' } as const;
 const backfill = {
   type: 'object',
-  required: ['id', 'webhook_id', 'state', 'filter', 'rate', 'rows_done', 'rows_estimated', 'rows_per_second', 'errors', 'last_error', 'created_at', 'updated_at', 'finished_at'],
+  required: ['id', 'webhook_id', 'state', 'filter', 'rate', 'rows_done', 'rows_estimated', 'rows_per_second', 'errors', 'last_error', 'waiting', 'created_at', 'updated_at', 'finished_at'],
   properties: {
     id: uuid,
     webhook_id: uuid,
@@ -31,6 +31,7 @@ const backfill = {
     rows_per_second: { type: ['number', 'null'], description: 'rate of the last chunk' },
     errors: { type: 'integer', description: 'failed chunks (each tried again; 10 in a row end it failed)' },
     last_error: { type: ['string', 'null'] },
+    waiting: { type: ['string', 'null'], description: 'why it is not enqueueing right now: the dispatchers are behind (BACKFILL_MAX_LAG), its endpoint is failing, or its webhook is disabled; null while it goes at its rate' },
     created_at: stamp,
     updated_at: stamp,
     finished_at: { type: ['string', 'null'], format: 'date-time' },
@@ -51,6 +52,7 @@ interface Row {
   rows_per_second: number | null;
   errors: number;
   last_error: string | null;
+  waiting: string | null;
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
@@ -67,12 +69,13 @@ const present = (r: Row) => ({
   rows_per_second: r.rows_per_second === null ? null : Math.round(r.rows_per_second * 10) / 10,
   errors: r.errors,
   last_error: r.last_error,
+  waiting: r.waiting,
   created_at: r.created_at,
   updated_at: r.updated_at,
   finished_at: r.finished_at,
 });
 
-const COLUMNS = 'id, webhook_id, state, filter, rate, rows_done, rows_estimated, rows_per_second, errors, last_error, created_at, updated_at, finished_at';
+const COLUMNS = 'id, webhook_id, state, filter, rate, rows_done, rows_estimated, rows_per_second, errors, last_error, waiting, created_at, updated_at, finished_at';
 
 /** What each action may change: from which states, to which. */
 const ACTIONS = {

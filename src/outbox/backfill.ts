@@ -48,6 +48,9 @@ const IDLE_MS = 1_000;
 /** consecutive failed chunks after which a backfill ends 'failed' */
 const FAIL_AFTER = 10;
 const LOCK_TIMEOUT_MS = 200;
+/** how often the pipeline's backlog is read (each read is two Kafka admin requests) */
+const LAG_EVERY_MS = 1_000;
+const YIELD_MS = 500;
 
 const rel = (j: Pick<BackfillJob, 'schema' | 'table'>) => `${pg.escapeIdentifier(j.schema)}.${pg.escapeIdentifier(j.table)}`;
 
@@ -134,7 +137,7 @@ export async function dropBackfillCursor(c: pg.ClientBase, id: string): Promise<
   await c.query('delete from base.backfills where id = $1', [id]);
 }
 
-type Ctx = Pick<AppContext, 'db' | 'log' | 'cfg' | 'projectDbs'>;
+type Ctx = Pick<AppContext, 'db' | 'log' | 'cfg' | 'projectDbs' | 'kafka' | 'topics' | 'groups'>;
 
 interface Claimed {
   id: string;
@@ -192,7 +195,7 @@ export function startBackfills(ctx: Ctx): { name: string; stop(): Promise<void> 
     }
     if (!hook.enabled) {
       // its messages would end dead unsent: wait, keeping the cursor, until it is enabled again
-      await report(b, `lease_until = now(), last_error = $3`, ['waiting: the webhook is disabled']);
+      await report(b, `lease_until = now(), waiting = $3`, ['the webhook is disabled']);
       return;
     }
     const pool = await ctx.projectDbs.pool(b.project_ref);
@@ -206,6 +209,14 @@ export function startBackfills(ctx: Ctx): { name: string; stop(): Promise<void> 
       const limit = Math.max(1, Math.min(ctx.cfg.BACKFILL_CHUNK, b.rate));
       const until = Date.now() + SLICE_MS;
       while (!stopped && Date.now() < until) {
+        const why = await mustWait(b);
+        if (why) {
+          // keep the lease (and say why in the progress), check again shortly
+          const st = await report(b, `lease_until = now() + ${LEASE_MS} * interval '1 millisecond', waiting = $3`, [why]);
+          if (st !== 'running') return;
+          await sleep(YIELD_MS);
+          continue;
+        }
         const started = Date.now();
         let res: ChunkResult;
         try {
@@ -237,8 +248,8 @@ export function startBackfills(ctx: Ctx): { name: string; stop(): Promise<void> 
         const st = await report(
           b,
           res.done
-            ? `rows_done = $3, rows_per_second = coalesce($4::float8, rows_per_second), errors_in_a_row = 0, state = case when state in ('running', 'paused') then 'done' else state end, finished_at = coalesce(finished_at, now()), lease_until = now()`
-            : `rows_done = $3, rows_per_second = coalesce($4::float8, rows_per_second), errors_in_a_row = 0, lease_until = now() + ${LEASE_MS} * interval '1 millisecond'`,
+            ? `rows_done = $3, rows_per_second = coalesce($4::float8, rows_per_second), errors_in_a_row = 0, waiting = null, state = case when state in ('running', 'paused') then 'done' else state end, finished_at = coalesce(finished_at, now()), lease_until = now()`
+            : `rows_done = $3, rows_per_second = coalesce($4::float8, rows_per_second), errors_in_a_row = 0, waiting = null, lease_until = now() + ${LEASE_MS} * interval '1 millisecond'`,
           // a last, empty chunk says nothing of the rate: the one before stays
           [res.rowsDone, res.rows > 0 ? perSecond : null],
         );
@@ -257,6 +268,34 @@ export function startBackfills(ctx: Ctx): { name: string; stop(): Promise<void> 
     } finally {
       c.release();
     }
+  }
+
+  // Backpressure: the rate is a ceiling. A backfill also waits while the dispatchers are behind on
+  // the outbox topic by more than BACKFILL_MAX_LAG records (what they have not finished, live
+  // messages included), and while its webhook's circuit is not closed: its rows would only queue
+  // ahead of live messages, or be held.
+  const admin = ctx.kafka.admin();
+  let adminUp: Promise<void> | null = null;
+  let lagAt = 0;
+  let lag = 0;
+  async function outboxLag(): Promise<number> {
+    if (Date.now() - lagAt < LAG_EVERY_MS) return lag;
+    adminUp ??= admin.connect();
+    await adminUp;
+    const [ends, committed] = await Promise.all([admin.fetchTopicOffsets(ctx.topics.outbox), admin.fetchOffsets({ groupId: ctx.groups.dispatcher, topics: [ctx.topics.outbox] })]);
+    const done = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+    lag = ends.reduce((n, e) => n + Math.max(0, Number(e.high) - Math.max(0, done.get(e.partition) ?? 0)), 0);
+    lagAt = Date.now();
+    return lag;
+  }
+  async function mustWait(b: Claimed): Promise<string | null> {
+    const open = await ctx.db.query(`select 1 from endpoint_health where project_ref = $1 and endpoint = $2 and state <> 'closed'`, [b.project_ref, `webhook:${b.webhook_id}`]);
+    if (open.rowCount) return "the webhook's endpoint is failing (its circuit is open)";
+    const behind = await outboxLag().catch((err) => {
+      log.warn({ err }, 'reading the outbox backlog failed; going on at the backfill rate');
+      return 0;
+    });
+    return behind > ctx.cfg.BACKFILL_MAX_LAG ? `the dispatchers are ${behind} messages behind` : null;
   }
 
   const loop = (async () => {
@@ -278,6 +317,7 @@ export function startBackfills(ctx: Ctx): { name: string; stop(): Promise<void> 
       stopped = true;
       wake?.();
       await loop;
+      if (adminUp) await admin.disconnect().catch(() => {});
     },
   };
 }

@@ -255,3 +255,71 @@ describe('a backfill whose dispatcher is killed', () => {
     expect([...perRow.values()].filter((s) => s.size > 1)).toEqual([]);
   });
 });
+
+describe('a backfill gives way to live traffic', () => {
+  let svc: TestService;
+  let project: TestProject;
+  let db: pg.Client;
+  let workers: Worker[] = [];
+  const receiver = new Receiver();
+
+  beforeAll(async () => {
+    await receiver.start('127.0.0.2');
+    svc = await startTestService({
+      roles: ['api'],
+      env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32', BACKFILL_MAX_LAG: '100', CIRCUIT_FAILURE_THRESHOLD: '3', CIRCUIT_COOLDOWN: '500ms', CIRCUIT_COOLDOWN_MAX: '1s', RETRY_TIME_SCALE: '0.01' },
+    });
+    workers = await startWorkers(svc.ctx, ['dispatcher', 'projector']);
+    project = await svc.project('pro');
+    db = new pg.Client({ connectionString: project.databaseUrl });
+    await db.connect();
+  });
+
+  afterAll(async () => {
+    receiver.release();
+    await Promise.all(workers.map((w) => w.stop()));
+    await db?.end();
+    await svc?.stop();
+    await receiver.stop();
+  });
+
+  const call = (method: string, path: string, body?: unknown) => svc.api(project.ownerToken, method, `/v1/projects/${project.ref}${path}`, body);
+
+  it('waits while the dispatchers are behind, and while its endpoint is failing; then finishes', async () => {
+    await db.query(`create table public.stock (id int primary key, qty int)`);
+    await db.query(`insert into public.stock select g, g from generate_series(1, 6000) g`);
+    // a slow endpoint: every request hangs until released, so the dispatchers fall behind
+    receiver.answer('/stock', { hang: true });
+    const hook = await call('POST', '/webhooks', { table: 'public.stock', events: ['INSERT'], url: `${receiver.url}/stock`, timeout_ms: 60_000 });
+    const b = await call('POST', `/webhooks/${hook.body.id}/backfills`, { rate: 1000 });
+    expect(b.status).toBe(201);
+    const get = async () => (await call('GET', `/webhooks/${hook.body.id}/backfills/${b.body.id}`)).body;
+    const waiting = await eventually(async () => {
+      const x = await get();
+      return x.waiting?.includes('messages behind') ? x : null;
+    }, 30_000, 'the backfill to wait for the dispatchers');
+    expect(waiting.state).toBe('running');
+    await new Promise((r) => setTimeout(r, 1500));
+    const held = (await get()).rows_done;
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await get()).rows_done).toBe(held);
+    expect(held).toBeLessThan(6000);
+
+    // the endpoint now fails fast: its circuit opens, and the backfill waits for it
+    receiver.answer('/stock', { status: 503 });
+    receiver.release(503);
+    await eventually(async () => (await get()).waiting?.includes('circuit is open'), 30_000, 'the backfill to wait for the circuit');
+    const atOpen = (await get()).rows_done;
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await get()).rows_done).toBe(atOpen);
+
+    // the endpoint recovers: the circuit closes on a probe, the backfill goes on and every row arrives
+    receiver.answer('/stock', { status: 200 });
+    const done = await eventually(async () => {
+      const x = await get();
+      return x.state === 'done' ? x : null;
+    }, 90_000, 'the backfill to finish');
+    expect(done).toMatchObject({ rows_done: 6000, waiting: null });
+    await eventually(async () => new Set(receiver.to('/stock').filter((r) => JSON.parse(r.body).record).map((r) => JSON.parse(r.body).record.id)).size === 6000, 120_000, 'every row delivered');
+  });
+});

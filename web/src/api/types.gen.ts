@@ -792,6 +792,8 @@ export interface ApiResponses {
       /** failed chunks (each tried again; 10 in a row end it failed) */
       errors: number;
       last_error: string | null;
+      /** why it is not enqueueing right now: the dispatchers are behind (BACKFILL_MAX_LAG), its endpoint is failing, or its webhook is disabled; null while it goes at its rate */
+      waiting: string | null;
       created_at: string;
       updated_at: string;
       finished_at: string | null;
@@ -816,6 +818,8 @@ export interface ApiResponses {
       /** failed chunks (each tried again; 10 in a row end it failed) */
       errors: number;
       last_error: string | null;
+      /** why it is not enqueueing right now: the dispatchers are behind (BACKFILL_MAX_LAG), its endpoint is failing, or its webhook is disabled; null while it goes at its rate */
+      waiting: string | null;
       created_at: string;
       updated_at: string;
       finished_at: string | null;
@@ -840,6 +844,8 @@ export interface ApiResponses {
       /** failed chunks (each tried again; 10 in a row end it failed) */
       errors: number;
       last_error: string | null;
+      /** why it is not enqueueing right now: the dispatchers are behind (BACKFILL_MAX_LAG), its endpoint is failing, or its webhook is disabled; null while it goes at its rate */
+      waiting: string | null;
       created_at: string;
       updated_at: string;
       finished_at: string | null;
@@ -864,6 +870,8 @@ export interface ApiResponses {
       /** failed chunks (each tried again; 10 in a row end it failed) */
       errors: number;
       last_error: string | null;
+      /** why it is not enqueueing right now: the dispatchers are behind (BACKFILL_MAX_LAG), its endpoint is failing, or its webhook is disabled; null while it goes at its rate */
+      waiting: string | null;
       created_at: string;
       updated_at: string;
       finished_at: string | null;
@@ -888,6 +896,8 @@ export interface ApiResponses {
       /** failed chunks (each tried again; 10 in a row end it failed) */
       errors: number;
       last_error: string | null;
+      /** why it is not enqueueing right now: the dispatchers are behind (BACKFILL_MAX_LAG), its endpoint is failing, or its webhook is disabled; null while it goes at its rate */
+      waiting: string | null;
       created_at: string;
       updated_at: string;
       finished_at: string | null;
@@ -912,6 +922,8 @@ export interface ApiResponses {
       /** failed chunks (each tried again; 10 in a row end it failed) */
       errors: number;
       last_error: string | null;
+      /** why it is not enqueueing right now: the dispatchers are behind (BACKFILL_MAX_LAG), its endpoint is failing, or its webhook is disabled; null while it goes at its rate */
+      waiting: string | null;
       created_at: string;
       updated_at: string;
       finished_at: string | null;
