@@ -19,6 +19,13 @@ export type ReplayOffer = NonNullable<Webhook['replay_offer']>;
 /** POST /v1/projects/{ref}/outbox/replay */
 export type ReplayResult = Answer<'POST /v1/projects/{ref}/outbox/replay', 202>;
 
+/** Payload shaping: POST .../webhooks/{id}/preview (the request a change would make, not sent). */
+export type WebhookPreview = Answer<'POST /v1/projects/{ref}/webhooks/{id}/preview'>;
+/** POST .../webhooks/{id}/test: the test event queued, and the API path of its delivery. */
+export type TestEvent = Answer<'POST /v1/projects/{ref}/webhooks/{id}/test', 202>;
+/** A backfill of a webhook (the rows already in its table sent as BACKFILL events) and its progress. */
+export type Backfill = Answer<'GET /v1/projects/{ref}/webhooks/{id}/backfills/{backfill_id}'>;
+
 export type Secret = Answer<'GET /v1/projects/{ref}/secrets'>[number];
 export type Smtp = Answer<'GET /v1/projects/{ref}/smtp'>;
 

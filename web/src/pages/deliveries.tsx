@@ -7,7 +7,7 @@ import type { Delivery, DeliveryPage } from '../types';
 import { Empty, Failure, Loading } from '../ui/feedback';
 import { Select } from '../ui/form';
 import { Pager, usePager } from '../ui/pager';
-import { DeliveryView, OrderingLine, StatusBadge, lastResult } from './delivery-detail';
+import { DeliveryView, OrderingLine, StatusBadge, TestBadge, lastResult } from './delivery-detail';
 import { Replay } from './replay';
 import { CaptureLine } from './capture';
 import { EndpointsPanel } from './endpoints';
@@ -101,10 +101,11 @@ function DeliveryList({ project }: SectionProps) {
               <tr key={d.id}>
                 <td>
                   <StatusBadge status={d.status} />
+                  <TestBadge d={d} />
                 </td>
                 <td>{d.kind}</td>
                 <td class="mono wrap">
-                  <a href={href(project.ref, 'deliveries', d.id)} aria-label={`Delivery ${d.id} to ${d.target}, ${d.status}`}>
+                  <a href={href(project.ref, 'deliveries', d.id)} aria-label={`Delivery ${d.id} to ${d.target}, ${d.status}${d.test ? ', test event' : ''}`}>
                     {d.method ? `${d.method} ` : ''}
                     {d.target}
                   </a>

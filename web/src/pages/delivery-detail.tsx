@@ -6,10 +6,23 @@ import type { Project, Delivery, DeliveryDetail } from '../types';
 import { Badge, Empty, ErrorNote, Failure, Loading, Notice, when } from '../ui/feedback';
 import { useAction, useResource } from '../ui/use-resource';
 
+/** How many times a delivery not recorded yet is asked for again (1.5 s apart). */
+const RECORD_TRIES = 20;
+
 const tone = { delivered: 'ok', failed: 'warn', dead: 'bad', pending: 'muted' } as const;
 
 export function StatusBadge({ status }: { status: Delivery['status'] }) {
   return <Badge tone={tone[status] ?? 'muted'}>{status}</Badge>;
+}
+
+/** A test event (POST .../webhooks/{id}/test), not a change of the table. */
+export function TestBadge({ d }: { d: Pick<Delivery, 'test'> }) {
+  if (!d.test) return null;
+  return (
+    <span class="badge test" title="a test event sent from the webhook's page, not a change of the table">
+      test
+    </span>
+  );
 }
 
 export function lastResult(d: Delivery): string {
@@ -69,21 +82,38 @@ export function DeliveryView({ project, id }: { project: Project; id: string }) 
     const t = setTimeout(d.reload, 1500);
     return () => clearTimeout(t);
   }, [pending, d.loading, d.data]);
+  // A message just queued (a test event's link) is listed once the projector has seen it: for a
+  // while, a 404 means "not recorded yet" and the page asks again.
+  const [misses, setMisses] = useState(0);
+  const unrecorded = !d.data && d.error?.code === 'delivery_not_found' && misses < RECORD_TRIES;
+  useEffect(() => {
+    if (!unrecorded || d.loading) return;
+    const t = setTimeout(() => (setMisses((m) => m + 1), d.reload()), 1500);
+    return () => clearTimeout(t);
+  }, [unrecorded, d.loading, d.error]);
 
   return (
     <>
       <p>
         <a href={href(project.ref, 'deliveries')}>← All deliveries</a>
       </p>
-      {d.loading && !d.data && <Loading what="Loading delivery" />}
-      {d.error && <Failure error={d.error} />}
+      {d.loading && !d.data && !unrecorded && <Loading what="Loading delivery" />}
+      {unrecorded && <Loading what="Not recorded yet: waiting for the outbox to pick the message up" />}
+      {d.error && !unrecorded && <Failure error={d.error} />}
       {d.data && (
         <>
           <dl class="facts">
             <dt>Status</dt>
             <dd>
               <StatusBadge status={d.data.status} />
+              <TestBadge d={d.data} />
             </dd>
+            {d.data.test && (
+              <>
+                <dt>Test event</dt>
+                <dd>Sent with “Send test event”, not a change of the table: its payload carries "test": true (<code>{'{{test}}'}</code> in a body template).</dd>
+              </>
+            )}
             <dt>Id (webhook-id)</dt>
             <dd class="mono">{d.data.id}</dd>
             <dt>Kind</dt>

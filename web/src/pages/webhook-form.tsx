@@ -23,6 +23,9 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
   const [ordering, setOrdering] = useState<'' | Webhook['ordering']>(hook?.ordering ?? '');
   const [scheme, setScheme] = useState<'v1' | 'v1a'>(hook?.signature_scheme ?? 'v1');
   const [filterText, setFilterText] = useState(hook?.filter ? JSON.stringify(hook.filter, null, 2) : '');
+  // payload shaping: the columns the row carries ('' = all) and the body template ('' = the row-change payload)
+  const [sentColumns, setSentColumns] = useState((hook?.columns ?? []).join(', '));
+  const [templateText, setTemplateText] = useState(hook?.template ? JSON.stringify(hook.template, null, 2) : '');
 
   const save = useAction(async () => {
     let parsedHeaders: Record<string, string>;
@@ -53,8 +56,13 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
       }
       if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) throw new ApiFailure(0, 'invalid_filter', 'The row filter is a JSON object, e.g. {"status": "paid"}; empty for every change.');
     }
+    const sent = [...new Set(sentColumns.split(',').map((c) => c.trim()).filter(Boolean))];
+    const columnsSent = sent.length ? sent : null;
+    const template = parseTemplate(templateText);
     const body: Record<string, unknown> = { name: name.trim() || table.trim(), table: table.trim(), events, update_columns, url: url.trim(), headers: parsedHeaders, enabled, signature_scheme: scheme };
     if (filter || hook) body.filter = filter;
+    if (columnsSent || hook) body.columns = columnsSent;
+    if (template || hook) body.template = template;
     if (ordering) body.ordering = ordering;
     if (timeout) body.timeout_ms = Number(timeout);
     // empty: no limit (null clears one); a new webhook without one sends nothing
@@ -128,6 +136,30 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
         placeholder={'Authorization: Bearer {{secret:BILLING_TOKEN}}'}
         hint="One “Name: value” per line. webhook-id, webhook-timestamp and webhook-signature are set by the service."
       />
+      <Field
+        label="Columns sent"
+        value={sentColumns}
+        onInput={setSentColumns}
+        mono
+        placeholder="every column"
+        hint="Comma-separated column names (case-sensitive): record and old_record carry only these; the other columns never leave the database. Empty: every column."
+      />
+      <TextArea
+        label="Body template"
+        value={templateText}
+        onInput={setTemplateText}
+        mono
+        rows={5}
+        placeholder={'{"text": "Order {{record.id}} is {{record.status}}", "amount": "{{record.amount}}"}'}
+        hint={
+          <>
+            JSON object or array sent as the request body, with placeholders filled at send time: <code>{'{{type}}'}</code>, <code>{'{{table}}'}</code>,{' '}
+            <code>{'{{occurred_at}}'}</code>, <code>{'{{record.column}}'}</code>, <code>{'{{old_record.column}}'}</code>, <code>{'{{payload}}'}</code>,{' '}
+            <code>{'{{secret:NAME}}'}</code>…. A string that is one placeholder becomes its value (a number stays a number). Empty: the row-change
+            payload.
+          </>
+        }
+      />
       <Field label="Timeout (ms)" type="number" value={timeout} onInput={setTimeoutMs} min={1} placeholder="10000" />
       <Field
         label="Rate limit (requests/second)"
@@ -191,4 +223,19 @@ export function WebhookForm({ base, hook, onSaved, onCancel }: { base: string; h
       </div>
     </form>
   );
+}
+
+/** The body template as written: a JSON object or array, or null when the field is empty. */
+function parseTemplate(text: string): Record<string, unknown> | unknown[] | null {
+  if (!text.trim()) return null;
+  let template: unknown;
+  try {
+    template = JSON.parse(text);
+  } catch (e) {
+    throw new ApiFailure(0, 'invalid_template', `The body template is not JSON: ${(e as Error).message}`);
+  }
+  if (template === null || typeof template !== 'object') {
+    throw new ApiFailure(0, 'invalid_template', 'The body template is a JSON object or array, e.g. {"id": "{{record.id}}"}; empty for the row-change payload.');
+  }
+  return template as Record<string, unknown> | unknown[];
 }

@@ -2,6 +2,7 @@
 // each one's endpoint health (circuit, rate limit), and enabling one the service disabled.
 import { useCallback, useMemo, useState } from 'preact/hooks';
 import { api, seg } from '../api';
+import { href } from '../router';
 import type { SectionProps } from './section';
 import type { ReplayOffer, Webhook } from '../types';
 import { Badge, Empty, ErrorNote, Failure, Loading, Notice, when } from '../ui/feedback';
@@ -9,11 +10,18 @@ import { Confirm, ConfirmDelete, Dialog } from '../ui/dialog';
 import { useAction, useResource } from '../ui/use-resource';
 import { OneTimeSecret } from './webhook-secret';
 import { WebhookForm } from './webhook-form';
+import { WebhookPage } from './webhook-page';
 import { DisabledBanner, EndpointCell, EndpointsPanel, ReplayOfferBox, useVisibleRefresh } from './endpoints';
 
 type Mode = { kind: 'create' } | { kind: 'edit'; hook: Webhook } | { kind: 'rotate'; hook: Webhook } | { kind: 'delete'; hook: Webhook } | null;
 
-export function Webhooks({ project }: SectionProps) {
+export function Webhooks({ project, id }: SectionProps) {
+  // keyed: another webhook's page starts afresh (its sample, filter and rate fields)
+  if (id) return <WebhookPage key={id} project={project} id={id} />;
+  return <WebhookList project={project} />;
+}
+
+function WebhookList({ project }: SectionProps) {
   const base = `projects/${seg(project.ref)}/webhooks`;
   const list = useResource<Webhook[]>(base);
   const [mode, setMode] = useState<Mode>(null);
@@ -97,7 +105,9 @@ export function Webhooks({ project }: SectionProps) {
             {list.data.map((h) => (
               <tr key={h.id}>
                 <td>
-                  <strong>{h.name}</strong>{' '}
+                  <a href={href(project.ref, 'webhooks', h.id)}>
+                    <strong>{h.name}</strong>
+                  </a>{' '}
                   {!h.enabled && (h.disabled_reason === 'failing' ? <Badge tone="bad">disabled by the service</Badge> : <Badge tone="muted">disabled</Badge>)}
                 </td>
                 <td>
@@ -109,6 +119,17 @@ export function Webhooks({ project }: SectionProps) {
                   {h.filter ? (
                     <div class="small dim">
                       only rows matching <code>{JSON.stringify(h.filter)}</code>
+                    </div>
+                  ) : null}
+                  {h.columns || h.template ? (
+                    <div class="small dim">
+                      {h.columns && (
+                        <>
+                          columns <code>{h.columns.join(', ')}</code>
+                        </>
+                      )}
+                      {h.columns && h.template && '; '}
+                      {h.template && 'custom body template'}
                     </div>
                   ) : null}
                 </td>
@@ -132,7 +153,10 @@ export function Webhooks({ project }: SectionProps) {
                   )}
                 </td>
                 <td>{when(h.updated_at ?? h.created_at)}</td>
-                <td class="row-actions">
+                <td class="row-actions wrap-actions">
+                  <a class="button" href={href(project.ref, 'webhooks', h.id)} aria-label={`Preview, test and backfill ${h.name}`}>
+                    Preview
+                  </a>
                   <button type="button" onClick={() => setMode({ kind: 'edit', hook: h })} aria-label={`Edit ${h.name}`}>
                     Edit
                   </button>
