@@ -237,8 +237,9 @@ describe('dashboard: payload shaping, preview, test events and backfills', () =>
     // another webhook's page started afresh: no filter carried over from the items' page
     expect(slow).toMatchObject({ rate: 5, filter: null, rows_estimated: 2000 });
     const slowRow = panel.locator(`tr[data-backfill="${slow.id}"]`);
-    // one under way per webhook: the start button waits
-    expect(await panel.getByRole('button', { name: 'Start backfill' }).isDisabled()).toBe(true);
+    // one under way per webhook: the start button waits (once the page has the new backfill listed)
+    await slowRow.waitFor();
+    await eventually(async () => panel.getByRole('button', { name: 'Start backfill' }).isDisabled(), 10_000, 'the start button to wait');
     // it makes progress on the page
     await eventually(async () => {
       const text = (await slowRow.locator('.backfill-progress').textContent()) ?? '';

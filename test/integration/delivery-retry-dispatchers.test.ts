@@ -43,7 +43,12 @@ describe('two dispatcher processes', () => {
 
   function start(name: string) {
     const c = { name, p: undefined as unknown as ChildProcess, log: '' };
-    c.p = spawnService(childEnv(svc, { ROLES: 'dispatcher', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '6s' }), (s) => (c.log += s));
+    // A session timeout of 20 s, not 6: the hand-over tested here is a graceful one (SIGTERM: the
+    // member leaves the group at once), and on two cores beside the rest of npm test a child's
+    // heartbeat could miss 6 s, evicting a live member mid-attempt, whose record the other then sent
+    // again (seen as 3 hits for /m/0 in 2 of ~10 full runs; at least once, as documented, but not
+    // the hand-over this test is about)
+    c.p = spawnService(childEnv(svc, { ROLES: 'dispatcher', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '20s' }), (s) => (c.log += s));
     children.push(c);
     return c;
   }
