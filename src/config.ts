@@ -177,6 +177,12 @@ const schema = z.object({
    */
   CAPTURE_REFRESH_RUN: duration.prefault('30s'),
   /**
+   * A stopped connector is also resumed as soon as its slot retains more WAL than this (bytes;
+   * suffixes kB, MB, GB), or is this close to max_slot_wal_keep_size: another database's writes on
+   * the same cluster (a bulk load, a backfill) must not get an idle project's slot invalidated.
+   */
+  CAPTURE_IDLE_MAX_WAL: bytes.prefault('512MB'),
+  /**
    * A running connector whose project sent at most CAPTURE_SLOW_AT messages in the last
    * CAPTURE_SPEED_WINDOW (and that has run that long) reads its replication stream this often
    * instead of every 10 ms: a project that sends now and then costs a few ms of CPU a second instead

@@ -29,6 +29,16 @@
 //  5. A stopped connector is resumed at least every CAPTURE_IDLE_REFRESH anyway: its slot advances
 //     (a stopped slot pins WAL of the whole cluster) and, should a wake ever be missed (the
 //     statistics reset, say), the wait for that row is bounded by it.
+//  6. A stopped connector's slot that retains more than CAPTURE_IDLE_MAX_WAL, or is that close to
+//     max_slot_wal_keep_size (safe_wal_size), read in the same check as the counters, is advanced
+//     at once (advanceIdleSlot): the WAL is the cluster's, so other databases' writes (a bulk
+//     load, a million-row backfill) move it, and a slot past max_slot_wal_keep_size is
+//     invalidated, every change of the project after it lost to capture. Found by the bench: a
+//     1,000,000-row backfill in one database wrote over 2 GB of WAL in 25 minutes, and all 100
+//     idle projects' slots were lost. Resuming the connector does not help: with no change in its
+//     own database Debezium confirms no new position (the test saw the slot stay put). So the
+//     slot is peeked up to the WAL's end (step 3's peek: an uncaptured message resumes the
+//     connector instead) and moved there with pg_replication_slot_advance.
 //
 // Writes to tables without webhooks wake a connector too; it stops again after CAPTURE_IDLE_AFTER.
 // The cost of waking: the first message after an idle period waits for the wake check and the task
@@ -100,23 +110,58 @@ export async function stopIdleConnector(ctx: Ctx, ref: string, connector: string
     // processed (Debezium confirms to the slot lazily), so its own committed offset, read after
     // the stop's final commit, says where it was: transactions come out of the slot in commit
     // order, so what follows its last transaction (and, within that one, its last change) is new.
-    const at = await ctx.connect.processedPosition(connector);
-    const pending = await c.query(
-      `with ch as (
-         select x.lsn, x.xid, get_byte(x.data, 0) as t, x.n
-           from pg_logical_slot_peek_binary_changes($1, $2::pg_lsn, null, 'proto_version', '1', 'publication_names', $3) with ordinality as x(lsn, xid, data, n)),
-       last as (select max(n) as n from ch where $4::text is not null and xid = $4::xid)
-       select count(*)::int as n from ch, last
-        where ch.t = ascii('I')
-          and (last.n is null or (ch.xid <> $4::xid and ch.n > last.n) or (ch.xid = $4::xid and ch.lsn > $5::pg_lsn))`,
-      [slot, before.lsn, publication, at?.txId ?? null, at?.lsn ?? null],
-    );
-    if (pending.rows[0].n > 0) {
+    const pending = await uncaptured(c, ctx, connector, slot, publication, before.lsn);
+    if (pending > 0) {
       await ctx.connect.setTarget(connector, 'resume');
-      return { stopped: false, reason: `${pending.rows[0].n} message(s) committed just before the stop were not captured yet` };
+      return { stopped: false, reason: `${pending} message(s) committed just before the stop were not captured yet` };
     }
     return { stopped: true, writes: Number(before.writes ?? 0) };
   }
+}
+
+/**
+ * Messages in the slot up to `upto` that the connector has not processed ('I': an insert into
+ * base.outbox, the only table of the publication). The slot's confirmed position trails what the
+ * connector processed (Debezium confirms to the slot lazily), so its own committed offset says
+ * where it was: transactions come out of the slot in commit order, so what follows its last
+ * transaction (and, within that one, its last change) is new. The slot must have no reader.
+ */
+async function uncaptured(c: Pick<pg.Client, 'query'>, ctx: Ctx, connector: string, slot: string, publication: string, upto: string): Promise<number> {
+  const at = await ctx.connect.processedPosition(connector);
+  const pending = await c.query(
+    `with ch as (
+       select x.lsn, x.xid, get_byte(x.data, 0) as t, x.n
+         from pg_logical_slot_peek_binary_changes($1, $2::pg_lsn, null, 'proto_version', '1', 'publication_names', $3) with ordinality as x(lsn, xid, data, n)),
+     last as (select max(n) as n from ch where $4::text is not null and xid = $4::xid)
+     select count(*)::int as n from ch, last
+      where ch.t = ascii('I')
+        and (last.n is null or (ch.xid <> $4::xid and ch.n > last.n) or (ch.xid = $4::xid and ch.lsn > $5::pg_lsn))`,
+    [slot, upto, publication, at?.txId ?? null, at?.lsn ?? null],
+  );
+  return pending.rows[0].n;
+}
+
+export type AdvanceResult = 'advanced' | 'pending' | 'busy';
+
+/**
+ * Step 6 for one idle project: moves its stopped connector's slot up to the WAL's current end,
+ * once a peek has shown that nothing up to there is a message not yet captured ('pending': there
+ * is, so resume the connector instead). A resumed connector would not do it: with no change in its
+ * own database, Debezium confirms no new position to the slot. Changes committed after that end are
+ * after the new position, so they are read when the connector next runs. 'busy': the slot has a
+ * reader (a wake got there first).
+ */
+export async function advanceIdleSlot(ctx: Ctx, ref: string, connector: string): Promise<AdvanceResult> {
+  const url = await ctx.projectDbs.url(ref);
+  const slot = slotName(ref, ctx.cfg.TOPIC_PREFIX);
+  return withClient(url, async (c) => {
+    const r = await c.query('select active from pg_replication_slots where slot_name = $1', [slot]);
+    if (!r.rows[0] || r.rows[0].active) return 'busy';
+    const upto = (await c.query('select pg_current_wal_lsn()::text as l')).rows[0].l as string;
+    if ((await uncaptured(c, ctx, connector, slot, publicationName(ref, ctx.cfg.TOPIC_PREFIX), upto)) > 0) return 'pending';
+    await c.query('select pg_replication_slot_advance($1, $2::pg_lsn)', [slot, upto]);
+    return 'advanced';
+  });
 }
 
 /**
@@ -145,9 +190,9 @@ export interface IdleProject {
  * Step 4 and 5: which idle projects to resume now. Reads pg_stat_database once per cluster (it is
  * cluster-wide), through a pooled connection to one of the cluster's project databases.
  */
-export async function projectsToWake(ctx: Ctx, idle: IdleProject[]): Promise<{ ref: string; connector: string; why: 'write' | 'refresh' }[]> {
+export async function projectsToWake(ctx: Ctx, idle: IdleProject[]): Promise<{ ref: string; connector: string; why: 'write' | 'refresh' | 'wal' }[]> {
   const now = Date.now();
-  const out: { ref: string; connector: string; why: 'write' | 'refresh' }[] = [];
+  const out: { ref: string; connector: string; why: 'write' | 'refresh' | 'wal' }[] = [];
   const clusters = new Map<string, { ref: string; members: { p: IdleProject; db: string }[] }>();
   for (const p of idle) {
     if (now - p.stopped_at.getTime() >= ctx.cfg.CAPTURE_IDLE_REFRESH) {
@@ -166,12 +211,24 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[]): Promise<{ r
       try {
         // a pooled connection: a new one every second would cost the cluster a backend start each time
         const pool = await ctx.projectDbs.pool(ref);
-        const r = await pool.query(`select datname, (${WRITES})::float8 as writes from pg_stat_database where datname = any($1)`, [members.map((m) => m.db)]);
+        const [r, s] = await Promise.all([
+          pool.query(`select datname, (${WRITES})::float8 as writes from pg_stat_database where datname = any($1)`, [members.map((m) => m.db)]),
+          // step 6: the WAL each idle slot holds, and how much more it may before it is lost
+          pool.query(
+            `select slot_name, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as retained, safe_wal_size::float8 as safe
+               from pg_replication_slots where slot_name = any($1)`,
+            [members.map((m) => slotName(m.p.ref, ctx.cfg.TOPIC_PREFIX))],
+          ),
+        ]);
         const writes = new Map(r.rows.map((x) => [x.datname as string, Number(x.writes)]));
+        const slots = new Map(s.rows.map((x) => [x.slot_name as string, x as { retained: number | null; safe: number | null }]));
+        const max = ctx.cfg.CAPTURE_IDLE_MAX_WAL;
         for (const m of members) {
           const w = writes.get(m.db);
+          const slot = slots.get(slotName(m.p.ref, ctx.cfg.TOPIC_PREFIX));
           // moved either way: a write, or the statistics were reset (resume rather than guess)
           if (w === undefined || w !== Number(m.p.wake_writes)) out.push({ ref: m.p.ref, connector: m.p.connector, why: 'write' });
+          else if (slot && ((slot.retained ?? 0) > max || (slot.safe !== null && slot.safe < max))) out.push({ ref: m.p.ref, connector: m.p.connector, why: 'wal' });
         }
       } catch (err) {
         // the cluster is away: nothing can be written to it either; the next check tries again
