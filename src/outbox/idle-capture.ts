@@ -238,3 +238,43 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[]): Promise<{ r
   );
   return out;
 }
+
+/** Steps 4-6 for every idle project: resumes (or, step 6, advances the slot of) those that need it. */
+export async function wakeIdleProjects(ctx: Ctx, log: Pick<Ctx['log'], 'info' | 'warn'>): Promise<void> {
+  const idle = (await ctx.db.query<IdleProject>(`select project_ref as ref, connector, wake_writes, stopped_at from connector_supervision where state = 'idle'`)).rows;
+  if (idle.length === 0) return;
+  for (const w of await projectsToWake(ctx, idle)) {
+    if (w.why === 'wal') {
+      // step 6 above: move the stopped slot on, unless a message waits in it
+      const r = await advanceIdleSlot(ctx, w.ref, w.connector).catch((err) => {
+        log.warn({ err, project: w.ref }, 'advancing an idle slot failed; resuming its connector instead');
+        return 'pending' as const;
+      });
+      if (r === 'busy') continue;
+      if (r === 'advanced') {
+        log.info({ project: w.ref, connector: w.connector }, "idle slot advanced: it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL, none of it a message");
+        continue;
+      }
+    }
+    await ctx.connect.setTarget(w.connector, 'resume');
+    // a running connector needs no forced statistics flushes (idle-capture.ts, step 4)
+    await setCaptureIdle(await ctx.projectDbs.pool(w.ref), false, ctx).catch(() => undefined);
+    // A refresh counts as activity for CAPTURE_REFRESH_RUN only, not a whole CAPTURE_IDLE_AFTER:
+    // resumed_at is set that much in the past, so the usual idle rule stops it again after the
+    // short run (unless a message arrives meanwhile). Run for 10 min every 30 min, a quiet
+    // project would cost a quarter of a running connector.
+    const backdate = w.why === 'refresh' ? Math.max(0, ctx.cfg.CAPTURE_IDLE_AFTER - ctx.cfg.CAPTURE_REFRESH_RUN) / 1000 : 0;
+    await ctx.db.query(
+      `update connector_supervision set state = 'running', stopped_at = null, resumed_at = now() - make_interval(secs => $2) where project_ref = $1 and state = 'idle'`,
+      [w.ref, backdate],
+    );
+    log.info(
+      { project: w.ref, connector: w.connector, why: w.why },
+      w.why === 'write'
+        ? 'database written to: connector resumed'
+        : w.why === 'wal'
+          ? 'connector resumed: its idle slot holds more than CAPTURE_IDLE_MAX_WAL and a message not yet captured'
+          : 'connector resumed for its periodic refresh (CAPTURE_IDLE_REFRESH)',
+    );
+  }
+}

@@ -28,7 +28,7 @@ import { connectorRestarts, connectorStates, slotCaptureLagSecondsMax, slotRetai
 import type { ConnectorStatus } from '../kafka/index.js';
 import { slotName, templatePollInterval } from './connector.js';
 import { refreshProjectOutbox } from './service.js';
-import { advanceIdleSlot, projectsToWake, setCaptureIdle, stopIdleConnector, type IdleProject } from './idle-capture.js';
+import { setCaptureIdle, stopIdleConnector, wakeIdleProjects } from './idle-capture.js';
 import { applySpeed, wantedSpeed, type CaptureSpeed } from './capture-speed.js';
 import { hostname } from 'node:os';
 
@@ -123,42 +123,7 @@ export class ConnectorSupervisor {
   async wake(): Promise<void> {
     if (!this.#lock) return;
     try {
-      const idle = (await this.#ctx.db.query<IdleProject>(`select project_ref as ref, connector, wake_writes, stopped_at from connector_supervision where state = 'idle'`)).rows;
-      if (idle.length === 0) return;
-      for (const w of await projectsToWake(this.#ctx, idle)) {
-        if (w.why === 'wal') {
-          // step 6 (idle-capture.ts): move the stopped slot on, unless a message waits in it
-          const r = await advanceIdleSlot(this.#ctx, w.ref, w.connector).catch((err) => {
-            this.#log.warn({ err, project: w.ref }, 'advancing an idle slot failed; resuming its connector instead');
-            return 'pending' as const;
-          });
-          if (r === 'busy') continue;
-          if (r === 'advanced') {
-            this.#log.info({ project: w.ref, connector: w.connector }, "idle slot advanced: it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL, none of it a message");
-            continue;
-          }
-        }
-        await this.#ctx.connect.setTarget(w.connector, 'resume');
-        // a running connector needs no forced statistics flushes (idle-capture.ts, step 4)
-        await setCaptureIdle(await this.#ctx.projectDbs.pool(w.ref), false, this.#ctx).catch(() => undefined);
-        // A refresh counts as activity for CAPTURE_REFRESH_RUN only, not a whole CAPTURE_IDLE_AFTER:
-        // resumed_at is set that much in the past, so the usual idle rule stops it again after the
-        // short run (unless a message arrives meanwhile). Run for 10 min every 30 min, a quiet
-        // project would cost a quarter of a running connector.
-        const backdate = w.why === 'refresh' ? Math.max(0, this.#ctx.cfg.CAPTURE_IDLE_AFTER - this.#ctx.cfg.CAPTURE_REFRESH_RUN) / 1000 : 0;
-        await this.#ctx.db.query(
-          `update connector_supervision set state = 'running', stopped_at = null, resumed_at = now() - make_interval(secs => $2) where project_ref = $1 and state = 'idle'`,
-          [w.ref, backdate],
-        );
-        this.#log.info(
-          { project: w.ref, connector: w.connector, why: w.why },
-          w.why === 'write'
-            ? 'database written to: connector resumed'
-            : w.why === 'wal'
-              ? 'connector resumed: its idle slot holds more than CAPTURE_IDLE_MAX_WAL and a message not yet captured'
-              : 'connector resumed for its periodic refresh (CAPTURE_IDLE_REFRESH)',
-        );
-      }
+      await wakeIdleProjects(this.#ctx, this.#log);
     } catch (err) {
       this.#log.warn({ err }, 'waking idle connectors failed; the next check tries again');
     }
