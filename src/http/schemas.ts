@@ -90,6 +90,11 @@ export async function refuseBody(req: FastifyRequest): Promise<void> {
   throw new ApiError('validation_failed', 'This route takes no request body.');
 }
 
+/** Routes whose body is optional: no body (or JSON null) is read as `{}`, before the schema checks it. */
+export async function optionalBody(req: FastifyRequest): Promise<void> {
+  if (req.body === undefined || req.body === null) req.body = {};
+}
+
 /** A timestamp column as ISO text (pg gives Date objects; responses should not depend on that). */
 export const iso = (d: Date | string | null | undefined): string | null => (d == null ? null : new Date(d).toISOString());
 

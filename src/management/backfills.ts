@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { withTransaction } from '../db/index.js';
 import { ApiError } from '../errors.js';
-import { errorResponses, owner, ref, refuseBody, uuid } from '../http/index.js';
+import { errorResponses, optionalBody, owner, ref, refuseBody, uuid } from '../http/index.js';
 import { checkRowFilter, createBackfillCursor, dropBackfillCursor, estimateRows, type RowFilter } from '../outbox/index.js';
 import { recordAudit } from '../projects/index.js';
 import { withProjectDb } from './project-db.js';
@@ -91,9 +91,7 @@ export function registerBackfills(app: FastifyInstance, ctx: AppContext): void {
     '/v1/projects/:ref/webhooks/:id/backfills',
     {
       config: { access: 'project-owner' },
-      preValidation: async (req) => {
-        if (req.body === undefined || req.body === null) req.body = {};
-      },
+      preValidation: optionalBody,
       schema: {
         ...tag,
         summary: "Start a backfill: the table's rows (all, or those matching filter) sent as BACKFILL events in primary-key order, at rate rows a second",

@@ -4,6 +4,7 @@
 import type pg from 'pg';
 import type { AppContext } from '../context.js';
 import { ApiError, isApiError } from '../errors.js';
+import { tableColumns } from '../outbox/index.js';
 
 type Ctx = Pick<AppContext, 'projectDbs' | 'log'>;
 
@@ -49,12 +50,6 @@ export async function tableExists(c: pg.ClientBase, schema: string, table: strin
 
 /** The names among `columns` that are not columns of schema.table (case-sensitive, as in the catalog). */
 export async function missingColumns(c: pg.ClientBase, schema: string, table: string, columns: string[]): Promise<string[]> {
-  const r = await c.query<{ attname: string }>(
-    `select a.attname from pg_attribute a
-       join pg_class t on t.oid = a.attrelid join pg_namespace n on n.oid = t.relnamespace
-      where n.nspname = $1 and t.relname = $2 and a.attname = any($3) and a.attnum > 0 and not a.attisdropped`,
-    [schema, table, columns],
-  );
-  const found = new Set(r.rows.map((row) => row.attname));
+  const found = new Set(await tableColumns(c, schema, table));
   return columns.filter((col) => !found.has(col));
 }

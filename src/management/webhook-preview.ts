@@ -7,12 +7,12 @@
 // trigger's WHEN clause would be, and the template is filled by the dispatcher's renderTemplate.
 // A preview never substitutes a secret: {{secret:NAME}} stays as written.
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { errorResponses, owner, ref, uuid } from '../http/index.js';
-import { compileFilter, primaryKeyColumns, tableColumns } from '../outbox/index.js';
+import { errorResponses, optionalBody, owner, ref, uuid } from '../http/index.js';
+import { compileFilter, notColumns, primaryKeyColumns, tableColumns } from '../outbox/index.js';
 import { placeholderNames, renderTemplate, webhookTemplateScope } from '../delivery/index.js';
 import { recordAudit } from '../projects/index.js';
 import { withProjectDb } from './project-db.js';
@@ -70,11 +70,6 @@ const testResponse = {
   properties: { message_id: uuid, delivery: { type: 'string', description: 'GET this path for the delivery (marked test: true)' } },
 } as const;
 
-/** No body at all means no sample: the same as {}. */
-const emptyBody = async (req: FastifyRequest) => {
-  if (req.body === undefined || req.body === null) req.body = {};
-};
-
 const rel = (w: WebhookRow) => `${pg.escapeIdentifier(w.schema_name)}.${pg.escapeIdentifier(w.table_name)}`;
 
 /** The sample as the table types it (jsonb_populate_record, as a trigger's NEW would be), or the table's latest row. */
@@ -95,7 +90,7 @@ async function sampleOf(c: pg.ClientBase, w: WebhookRow, b: SampleBody | null | 
   const columns = new Set(await tableColumns(c, w.schema_name, w.table_name));
   for (const [name, row] of [['record', record], ['old_record', old]] as const) {
     const unknown = Object.keys(row ?? {}).filter((k) => !columns.has(k));
-    if (unknown.length) throw new ApiError('invalid_sample', `${name}: ${unknown.map((k) => JSON.stringify(k)).join(', ')} ${unknown.length === 1 ? 'is not a column' : 'are not columns'} of ${w.schema_name}.${w.table_name}.`);
+    if (unknown.length) throw notColumns(name, unknown, w.schema_name, w.table_name, 'invalid_sample');
   }
   const typed = async (row: Record<string, unknown> | null, name: string) => {
     if (!row) return null;
@@ -152,7 +147,7 @@ export function registerWebhookPreview(app: FastifyInstance, ctx: AppContext): v
     '/v1/projects/:ref/webhooks/:id/preview',
     {
       config: { access: 'project-owner' },
-      preValidation: emptyBody,
+      preValidation: optionalBody,
       schema: { ...tag, summary: 'The request a row change would make (filter, columns, template applied), without sending it', params, body: sampleBody, response: { 200: previewResponse, ...errorResponses } },
     },
     async (req) => {
@@ -175,7 +170,7 @@ export function registerWebhookPreview(app: FastifyInstance, ctx: AppContext): v
     '/v1/projects/:ref/webhooks/:id/test',
     {
       config: { access: 'project-owner' },
-      preValidation: emptyBody,
+      preValidation: optionalBody,
       schema: {
         ...tag,
         summary: 'Send a test event to the webhook now: the sample (or the latest row) as a real message, marked test, whatever its events and filter',

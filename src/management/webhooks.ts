@@ -8,7 +8,7 @@ import type { AppContext } from '../context.js';
 import { withTransaction } from '../db/index.js';
 import { makeAllowList } from '../outbound/index.js';
 import { ApiError } from '../errors.js';
-import { checkRowFilter, tableColumns, ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger, primaryKeyColumns, type RowFilter, type WebhookOrdering } from '../outbox/index.js';
+import { checkRowFilter, notColumns, tableColumns, ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger, primaryKeyColumns, type RowFilter, type WebhookOrdering } from '../outbox/index.js';
 import { recordAudit } from '../projects/index.js';
 import { missingColumns, tableExists, withProjectDb } from './project-db.js';
 import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp, uuid } from '../http/index.js';
@@ -237,7 +237,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
     const all = await withProjectDb(ctx, refName, (c) => tableColumns(c, f.schema, f.table));
     if (f.columns) {
       const missing = f.columns.filter((col) => !all.includes(col));
-      if (missing.length) throw new ApiError('column_not_found', `columns: ${missing.map((m) => JSON.stringify(m)).join(', ')} ${missing.length === 1 ? 'is not a column' : 'are not columns'} of ${f.schema}.${f.table} (names are case-sensitive).`);
+      if (missing.length) throw notColumns('columns', missing, f.schema, f.table);
     }
     if (f.template !== null && f.template !== undefined) checkTemplate(f.template, f.columns ?? all, f.columns ? `the webhook's columns (${f.columns.join(', ')})` : `${f.schema}.${f.table}`);
   }
@@ -246,9 +246,7 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
     checkUpdateColumnsEvents(f.events, f.update_columns);
     if (!f.update_columns || !checkColumns) return;
     const missing = await withProjectDb(ctx, refName, (c) => missingColumns(c, f.schema, f.table, f.update_columns!));
-    if (missing.length) {
-      throw new ApiError('column_not_found', `update_columns: ${missing.map((m) => JSON.stringify(m)).join(', ')} ${missing.length === 1 ? 'is not a column' : 'are not columns'} of ${f.schema}.${f.table} (names are case-sensitive).`);
-    }
+    if (missing.length) throw notColumns('update_columns', missing, f.schema, f.table);
   }
 
   app.post<{ Params: { ref: string }; Body: Body }>(

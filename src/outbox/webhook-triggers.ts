@@ -37,6 +37,11 @@ export const updateTriggerName = (webhookId: string) => `${triggerName(webhookId
 const eventTriggerName = (webhookId: string, event: 'insert' | 'delete') => `${triggerName(webhookId)}_${event}`;
 const allTriggerNames = (id: string) => [triggerName(id), updateTriggerName(id), eventTriggerName(id, 'insert'), eventTriggerName(id, 'delete')];
 
+/** "field: "a", "b" are not columns of schema.table": the one wording of an unknown column, whichever field named it. */
+export function notColumns(field: string, missing: string[], schema: string, table: string, code: 'column_not_found' | 'invalid_sample' = 'column_not_found'): ApiError {
+  return new ApiError(code, `${field}: ${missing.map((m) => JSON.stringify(m)).join(', ')} ${missing.length === 1 ? 'is not a column' : 'are not columns'} of ${schema}.${table} (names are case-sensitive).`);
+}
+
 /**
  * Checks a row filter against the table: its columns exist (400 column_not_found naming them) and
  * every comparison is one PostgreSQL can make with the column's type (400 invalid_filter with its
@@ -52,7 +57,7 @@ export async function checkRowFilter(c: pg.ClientBase, schema: string, table: st
   );
   const found = new Set(r.rows.map((x) => x.attname));
   const missing = names.filter((n) => !found.has(n));
-  if (missing.length) throw new ApiError('column_not_found', `filter: ${missing.map((m) => JSON.stringify(m)).join(', ')} ${missing.length === 1 ? 'is not a column' : 'are not columns'} of ${schema}.${table} (names are case-sensitive).`);
+  if (missing.length) throw notColumns('filter', missing, schema, table);
   const rel = `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}`;
   try {
     // planned, never run (limit 0 under EXPLAIN): types and operators are resolved as in the trigger
@@ -76,7 +81,7 @@ export async function installWebhookTrigger(c: pg.ClientBase, w: WebhookTriggerS
   if (w.columns?.length) {
     const have = new Set(await tableColumns(c, w.schema, w.table));
     const missing = w.columns.filter((col) => !have.has(col));
-    if (missing.length) throw new ApiError('column_not_found', `columns: ${missing.map((m) => JSON.stringify(m)).join(', ')} ${missing.length === 1 ? 'is not a column' : 'are not columns'} of ${w.schema}.${w.table} (names are case-sensitive).`);
+    if (missing.length) throw notColumns('columns', missing, w.schema, w.table);
   }
   // base.webhook_trigger's arguments (base-schema.sql): the id, then 'v2', the number of key columns, the key columns and the payload's columns
   const more = keyColumns.length || w.columns?.length ? ['v2', String(keyColumns.length), ...keyColumns, ...(w.columns ?? [])] : [];

@@ -4,12 +4,12 @@
 // pause, resume and cancel work on the running worker; and a backfill whose dispatcher process is
 // SIGKILLed in the middle ends with every row delivered, by another process, from the cursor the
 // project database kept.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { repoRoot } from '../../src/config.js';
 import { startWorkers, type Worker } from '../../src/delivery/index.js';
-import { eventually, stack } from '../helpers/env.js';
+import { eventually } from '../helpers/env.js';
+import { childEnv, spawnService } from '../helpers/delivery-tools.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 import { Receiver } from '../helpers/receiver.js';
 
@@ -153,9 +153,15 @@ describe('webhook backfills', () => {
     expect(new Set(bodies('/slow').map((x) => x.record!.id))).toEqual(new Set(Array.from({ length: end }, (_, i) => i + 1)));
     const gone = await call('POST', `/webhooks/${hook.body.id}/backfills/${b.body.id}/resume`);
     expect([gone.status, gone.body.code]).toEqual([409, 'backfill_finished']);
-    // a new one may start once none is under way
-    const next = await call('POST', `/webhooks/${hook.body.id}/backfills`, { rate: 10_000, filter: { n: { lte: 10 } } });
-    expect([next.status, next.body.rows_estimated]).toEqual([201, 10]);
+    // a new one may start once none is under way; two asked at once: one starts, the other is
+    // refused, and the refused one leaves no cursor behind in the project database
+    const pair = await Promise.all([1, 2].map(() => call('POST', `/webhooks/${hook.body.id}/backfills`, { rate: 10_000, filter: { n: { lte: 10 } } })));
+    expect(pair.map((r) => r.status).sort()).toEqual([201, 409]);
+    const next = pair.find((r) => r.status === 201)!;
+    expect(pair.find((r) => r.status === 409)!.body.code).toBe('backfill_running');
+    expect(next.body.rows_estimated).toBe(10);
+    const cursors = (await db.query('select id from base.backfills')).rows.map((r) => r.id);
+    expect(cursors.filter((id) => id !== next.body.id)).toEqual([]);
 
     // refusals
     await db.query(`create table public.nokey (n int)`);
@@ -212,21 +218,7 @@ describe('a backfill whose dispatcher is killed', () => {
     const call = (method: string, path: string, body?: unknown) => svc.api(project.ownerToken, method, `/v1/projects/${project.ref}${path}`, body);
     const hook = await call('POST', '/webhooks', { table: 'public.ledger', events: ['INSERT'], url: `${receiver.url}/ledger` });
     expect(hook.status).toBe(201);
-    const env = {
-      ...process.env,
-      APP_ENV: 'test',
-      LOG_LEVEL: 'warn',
-      ROLES: 'dispatcher',
-      DATABASE_URL: (svc.ctx.db as unknown as { options: { connectionString: string } }).options.connectionString,
-      KAFKA_BROKERS: stack().kafkaBrokers.join(','),
-      KAFKA_CONNECT_URL: stack().connectUrl,
-      TOPIC_PREFIX: svc.cfg.TOPIC_PREFIX,
-      OUTBOX_PARTITIONS: String(svc.cfg.OUTBOX_PARTITIONS),
-      OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32',
-    };
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout!.on('data', (c) => (childLog += c));
-    child.stderr!.on('data', (c) => (childLog += c));
+    child = spawnService(childEnv(svc, { ROLES: 'dispatcher' }), (c) => (childLog += c));
     const b = await call('POST', `/webhooks/${hook.body.id}/backfills`, { rate: 400 });
     expect(b.status).toBe(201);
     const get = async () => (await call('GET', `/webhooks/${hook.body.id}/backfills/${b.body.id}`)).body;
