@@ -55,6 +55,9 @@ describe('crash safety under a stream of 10,000 messages', () => {
   const stackCfg = crashStackConfig();
   const t0 = Date.now();
   const say = (s: string) => console.log(`[crash +${((Date.now() - t0) / 1000).toFixed(0)}s] ${s}`);
+  /** what happened when (seconds into the test), to say which event each duplicate followed */
+  const events: { at: number; what: string }[] = [{ at: 0, what: 'start' }];
+  const mark = (what: string) => events.push({ at: (Date.now() - t0) / 1000, what });
 
   beforeAll(async () => {
     server = http.createServer({ keepAliveTimeout: 10_000 }, (req, res) => {
@@ -83,6 +86,7 @@ describe('crash safety under a stream of 10,000 messages', () => {
       projector = await startWorkers(svc.ctx, ['projector'], (err) => {
         if (finished) return;
         say(`projector crashed for good (${err.message}); starting it again`);
+        mark('projector restarted');
         restartedAfterFatal++;
         void Promise.all(projector.map((w) => w.stop().catch(() => {}))).then(superviseProjector);
       });
@@ -122,6 +126,7 @@ describe('crash safety under a stream of 10,000 messages', () => {
       const fatal = /"msg":"consumer crashed and will not restart[^}]*/.exec(d.log)?.[0] ?? d.log.slice(-1500);
       say(`dispatcher ${name} exited (${code ?? signal}): ${fatal}`);
       if (signal === 'SIGKILL') return;
+      mark(`dispatcher ${name} restarted after it exited`);
       restartedAfterFatal++;
       startDispatcher(name);
     });
@@ -197,6 +202,7 @@ describe('crash safety under a stream of 10,000 messages', () => {
     const pid = pidOf(part);
     say(`kill -9 ${part} (pid ${pid}; inserted ${inserted}, seen ${seen.size})`);
     const killedAt = Date.now();
+    mark(`${part} killed`);
     process.kill(pid, 'SIGKILL');
     await eventually(async () => !alive(pid), 60_000, `${part} to die`);
     // A killed postmaster's backends linger until they notice, and hold its shared memory; Connect,
@@ -239,11 +245,13 @@ describe('crash safety under a stream of 10,000 messages', () => {
     // a dispatcher: its partitions move to the other after the session timeout
     say(`kill -9 dispatcher a (inserted ${inserted}, seen ${seen.size})`);
     const dispatcherKilled = Date.now();
+    mark('dispatcher a killed');
     dispatchers.get('a')!.p.kill('SIGKILL');
     times['dispatcher (kill -> sentinels delivered by the other)'] = await recovery('after dispatcher kill', dispatcherKilled);
     await insert(1500);
     await progress(3500, 'dispatcher b to carry on alone');
     startDispatcher('a');
+    mark('dispatcher a started again');
 
     // Kafka Connect: started again at once; the connector resumes from its offsets
     const connect = await killStackPart('connect');
@@ -337,6 +345,19 @@ describe('crash safety under a stream of 10,000 messages', () => {
 
     const duplicates = [...seen.values()].filter((s) => s.statuses.filter((x) => x === 200).length > 1).length;
     const requests = [...seen.values()].reduce((n, s) => n + s.statuses.length, 0);
+    // which event each duplicate followed (the last one before its second 2xx), and how far apart
+    // its two 2xx answers were: the first thing to read when the bound below is crossed
+    const after = new Map<string, number[]>();
+    for (const s of seen.values()) {
+      const at2xx = s.at.filter((_, i) => s.statuses[i] === 200);
+      if (at2xx.length < 2) continue;
+      const what = events.filter((e) => e.at <= at2xx[1]).at(-1)!.what;
+      after.set(what, [...(after.get(what) ?? []), at2xx[1] - at2xx[0]]);
+    }
+    say(
+      `duplicates by the event they followed:\n` +
+        [...after].map(([what, gaps]) => `  ${what.padEnd(44)} ${String(gaps.length).padStart(5)}  (2xx apart: median ${gaps.sort((a, b) => a - b)[gaps.length >> 1].toFixed(1)} s, max ${gaps.at(-1)!.toFixed(1)} s)`).join('\n'),
+    );
     say(
       `DONE: ${N} messages, ${requests} requests, ${duplicates} webhook-ids delivered (2xx) more than once, ` +
         `${twoFinalRuns.length} runs with two final outcomes in the ledger, ${twoFinalAttempts} deliveries with two final attempts in their history, ` +
@@ -344,7 +365,11 @@ describe('crash safety under a stream of 10,000 messages', () => {
     );
     expect(twoFinalRuns.length).toBeLessThan(N * 0.05);
     expect(twoFinalAttempts).toBeLessThan(N * 0.05);
-    // at-least-once: duplicates only where an attempt was cut off between the answer and its record
-    expect(duplicates).toBeLessThan(N * 0.05);
+    // At least once: duplicates only where an attempt was cut off between the answer and its
+    // record (about a dispatcher's attempts in flight at its kill). 2 %: the hand-off of ordered
+    // partitions at the two dispatchers' start once re-sent what the previous lease holder had
+    // recorded (414 and 521 of 10,240; 13-19 since every record that waited for the lease reads
+    // the ledger again, consume/leases.ts heldSince)
+    expect(duplicates).toBeLessThan(N * 0.02);
   });
 });

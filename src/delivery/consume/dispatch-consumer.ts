@@ -104,19 +104,24 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
   // offset been committed with nothing sent. Found by the ordered-delivery stress test (a key whose
   // next message was released while its parked copy was still publishing its pending state).
   const flightKey = (m: OutboxMessage) => `${attemptKey(m)}|${m.released ?? ''}`;
-  // the ledger read again once a partition's lease is taken, retried until it answers (an error
-  // would leave the record unfinished until a restart)
-  const recordedNow = async (m: OutboxMessage): Promise<Set<string>> => {
-    for (let i = 0; ; i++) {
-      try {
-        return await alreadyRecorded(ctx.db, [m]);
-      } catch (err) {
-        if (stopping) throw err;
-        if (i % 20 === 0) log.warn({ err }, 'reading the ledger failed; retrying');
-        await sleep(Math.min(5000, 100 * 2 ** Math.min(i, 6)));
+  // The ledger read again for records whose partition's lease was taken after their fetch's read
+  // (the previous holder may have recorded them meanwhile): one query per tick like the first
+  // read, retried until it answers (an error would leave the record unfinished until a restart).
+  const recheck = new DataLoader<OutboxMessage, boolean>(
+    async (msgs) => {
+      for (let i = 0; ; i++) {
+        try {
+          const recorded = await alreadyRecorded(ctx.db, msgs);
+          return msgs.map((m) => recorded.has(attemptKey(m)));
+        } catch (err) {
+          if (stopping) throw err;
+          if (i % 20 === 0) log.warn({ err }, 'reading the ledger failed; retrying');
+          await sleep(Math.min(5000, 100 * 2 ** Math.min(i, 6)));
+        }
       }
-    }
-  };
+    },
+    { cache: false, maxBatchSize: 5000 },
+  );
   let trackers = new Map<string, PartitionTracker>();
   let stopping = false;
 
@@ -167,6 +172,8 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
     });
     const candidates = records.flatMap((r) => (r.msg && !recent.has(attemptKey(r.msg)) && !inflight.has(flightKey(r.msg)) ? [r.msg] : []));
     const orderedFresh = heads ? candidates.filter((m): m is OrderedMessage => isOrdered(m) && isFresh(m)) : [];
+    // what is read here is as of now: an ordered record whose partition lease is taken later reads again
+    const readAt = Date.now();
     const [checked, headsRead] = await Promise.all([ledger.loadMany(candidates), heads ? heads.loadMany(orderedFresh) : []]);
     const headOf = new Map<OutboxMessage, Head | null>();
     headsRead.forEach((h, i) => {
@@ -224,11 +231,15 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
           const lease = await leases.ensure(topic, partition);
           // lost to another process meanwhile: it fetches this record from the committed offset
           if (lease === 'lost') return 'lost' as const;
-          // just taken over: the previous holder may have recorded it, or blocked its key, meanwhile
-          if (lease === 'acquired' && (await recordedNow(msg)).has(key)) return 'recorded' as const;
+          // Taken over since this record's fetch read the ledger and the key's head (by this call or
+          // by another record of the partition that waited with it): the previous holder may have
+          // recorded it, or blocked its key, meanwhile. Every record that waited reads again, not
+          // only the one whose call took the lease (the crash test's duplicates at a hand-off).
+          const stale = lease === 'acquired' || leases.heldSince(topic, partition) >= readAt;
+          if (stale && (await recheck.load(msg))) return 'recorded' as const;
           leases.begin(topic, partition);
           try {
-            return await pipeline.process(msg, lease === 'acquired' ? { ...hint, chained: true } : hint, slot);
+            return await pipeline.process(msg, stale ? { ...hint, chained: true } : hint, slot);
           } finally {
             leases.end(topic, partition);
           }

@@ -38,6 +38,8 @@ export class PartitionLeases {
   #assigned = new Set<string>();
   /** leases held: local epoch ms until which they are surely ours */
   #held = new Map<string, number>();
+  /** leases held: local epoch ms at which this hold began (another process may have held it before) */
+  #since = new Map<string, number>();
   /** ordered attempts in flight here, per partition */
   #flying = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
@@ -62,6 +64,15 @@ export class PartitionLeases {
     this.#assigned = next;
     const idle = [...this.#held.keys()].filter((k) => !next.has(k) && !this.#flying.get(k));
     if (idle.length) void this.#release(idle);
+  }
+
+  /**
+   * When this process's current hold of the lease began (0: not held). What was read of the
+   * partition's messages before then (the ledger, the heads of keys) may predate what the previous
+   * holder recorded, and must be read again.
+   */
+  heldSince(topic: string, partition: number): number {
+    return this.#since.get(pk(topic, partition)) ?? 0;
   }
 
   owns(topic: string, partition: number): boolean {
@@ -119,6 +130,8 @@ export class PartitionLeases {
       [this.groupId, topic, partition, this.#owner, TTL_MS],
     );
     if (r.rowCount === 0) return false;
+    // not surely ours until now: another process may have held it meanwhile
+    if ((this.#held.get(k) ?? 0) < sent) this.#since.set(k, Date.now());
     this.#held.set(k, sent + TTL_MS);
     return true;
   }
@@ -140,13 +153,17 @@ export class PartitionLeases {
       if (kept.has(k)) this.#held.set(k, sent + TTL_MS);
       else {
         this.#held.delete(k);
+        this.#since.delete(k);
         this.ctx.log.warn({ topic: split(k)[0], partition: split(k)[1] }, 'partition lease lost to another process; its ordered messages are left to it');
       }
     }
   }
 
   async #release(keys: string[]): Promise<void> {
-    for (const k of keys) this.#held.delete(k);
+    for (const k of keys) {
+      this.#held.delete(k);
+      this.#since.delete(k);
+    }
     if (keys.length === 0) return;
     await this.ctx.db
       .query(
