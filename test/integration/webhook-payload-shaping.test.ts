@@ -103,9 +103,12 @@ describe('webhook payload shaping, preview and test events', () => {
     expect(b.list).toEqual([2, 'id=2', '{{secret:CHAT_TOKEN}}']);
     expect(b.missing_in_text).toBe('[]');
     expect(b.literal).toBe('no placeholder here');
-    // the secret's value is in nothing the service keeps: not in the delivery
-    const d = await call('GET', `/outbox/deliveries/${req.headers['webhook-id']}`);
-    expect(d.status).toBe(200);
+    // the secret's value is in nothing the service keeps: not in the delivery (projected from the
+    // outcome's event after the request was answered: wait for it, or the GET can race it to a 404)
+    const d = await eventually(async () => {
+      const r = await call('GET', `/outbox/deliveries/${req.headers['webhook-id']}`);
+      return r.status === 200 && r.body.status === 'delivered' ? r : null;
+    }, 30_000, 'the delivery to be listed as delivered');
     expect(JSON.stringify(d.body)).not.toContain('chat-token-value-4711');
     expect((await call('DELETE', `/webhooks/${hook.body.id}`)).status).toBe(204);
   });
