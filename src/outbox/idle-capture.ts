@@ -38,7 +38,10 @@
 //     idle projects' slots were lost. Resuming the connector does not help: with no change in its
 //     own database Debezium confirms no new position (the test saw the slot stay put). So the
 //     slot is peeked up to the WAL's end (step 3's peek: an uncaptured message resumes the
-//     connector instead) and moved there with pg_replication_slot_advance.
+//     connector instead) and moved there with pg_replication_slot_advance. That peek and advance
+//     decode all the WAL the slot holds, so they run in the background, one slot at a time
+//     (IdleSlotAdvancer), never in the way of step 4: a write to a project whose slot is being
+//     advanced cancels the advance and resumes the connector.
 //
 // Writes to tables without webhooks wake a connector too; it stops again after CAPTURE_IDLE_AFTER.
 // The cost of waking: the first message after an idle period waits for the wake check and the task
@@ -151,10 +154,11 @@ export type AdvanceResult = 'advanced' | 'pending' | 'busy';
  * after the new position, so they are read when the connector next runs. 'busy': the slot has a
  * reader (a wake got there first).
  */
-export async function advanceIdleSlot(ctx: Ctx, ref: string, connector: string): Promise<AdvanceResult> {
+export async function advanceIdleSlot(ctx: Ctx, ref: string, connector: string, onBackend?: (pid: number) => void): Promise<AdvanceResult> {
   const url = await ctx.projectDbs.url(ref);
   const slot = slotName(ref, ctx.cfg.TOPIC_PREFIX);
   return withClient(url, async (c) => {
+    if (onBackend) onBackend((await c.query('select pg_backend_pid() as pid')).rows[0].pid);
     const r = await c.query('select active from pg_replication_slots where slot_name = $1', [slot]);
     if (!r.rows[0] || r.rows[0].active) return 'busy';
     const upto = (await c.query('select pg_current_wal_lsn()::text as l')).rows[0].l as string;
@@ -239,23 +243,96 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[]): Promise<{ r
   return out;
 }
 
-/** Steps 4-6 for every idle project: resumes (or, step 6, advances the slot of) those that need it. */
-export async function wakeIdleProjects(ctx: Ctx, log: Pick<Ctx['log'], 'info' | 'warn'>): Promise<void> {
-  const idle = (await ctx.db.query<IdleProject>(`select project_ref as ref, connector, wake_writes, stopped_at from connector_supervision where state = 'idle'`)).rows;
-  if (idle.length === 0) return;
-  for (const w of await projectsToWake(ctx, idle)) {
-    if (w.why === 'wal') {
-      // step 6 above: move the stopped slot on, unless a message waits in it
-      const r = await advanceIdleSlot(ctx, w.ref, w.connector).catch((err) => {
-        log.warn({ err, project: w.ref }, 'advancing an idle slot failed; resuming its connector instead');
+type Wake = { ref: string; connector: string; why: 'write' | 'refresh' | 'wal' };
+
+/**
+ * Step 6, off the wake path. Advancing a slot peeks, then decodes, all of the cluster's WAL it
+ * holds (seconds per gigabyte on the development machine), and after a bulk load every idle slot
+ * needs it: done inside the wake loop, a hundred advances one after another held every wake behind
+ * them (bench run O: the first message of a hundred idle projects waited 37 s at the median, 78 s
+ * at worst). So advances run here, one at a time, in the background: the wake loop offers the
+ * slots that need one and goes on resuming projects that were written to. A slot found holding a
+ * message not yet captured (or that could not be advanced) is handed back to the wake loop, which
+ * resumes its connector; one woken by a write meanwhile is found with a reader ('busy') and left.
+ */
+export class IdleSlotAdvancer {
+  readonly #queue = new Map<string, Wake>();
+  readonly #resume = new Map<string, Wake>();
+  #running: Promise<void> | null = null;
+  /** the slot being advanced now, and the backend doing it */
+  #current: { ref: string; pid?: number } | null = null;
+
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly log: Pick<Ctx['log'], 'info' | 'warn'>,
+  ) {}
+
+  /** Queues these slots for an advance (a slot already queued or being advanced is not queued twice). */
+  offer(wakes: readonly Wake[]): void {
+    for (const w of wakes) if (!this.#queue.has(w.ref)) this.#queue.set(w.ref, w);
+    if (this.#queue.size > 0) this.#running ??= this.#drain().finally(() => (this.#running = null));
+  }
+
+  /** The projects whose connector must be resumed instead (an uncaptured message in the slot). */
+  takeResumes(): Wake[] {
+    const out = [...this.#resume.values()];
+    this.#resume.clear();
+    return out;
+  }
+
+  /**
+   * A write woke this project: its advance, if queued, is dropped, and if in progress, cancelled,
+   * so its connector finds the slot free (a peek holds it; Debezium would wait 10 s and retry).
+   */
+  async cancel(ref: string): Promise<void> {
+    this.#queue.delete(ref);
+    const cur = this.#current;
+    if (cur?.ref !== ref || cur.pid === undefined) return;
+    const pool = await this.ctx.projectDbs.pool(ref);
+    await pool.query('select pg_cancel_backend($1)', [cur.pid]).catch((err) => this.log.warn({ err, project: ref }, 'could not cancel the advance of a slot being woken'));
+  }
+
+  /** Forgets what is queued (the supervision lock was lost); an advance in progress finishes. */
+  clear(): void {
+    this.#queue.clear();
+    this.#resume.clear();
+  }
+
+  /** Resolves when nothing is queued or being advanced. */
+  async idle(): Promise<void> {
+    while (this.#running) await this.#running;
+  }
+
+  async #drain(): Promise<void> {
+    for (let next = this.#queue.values().next(); !next.done; next = this.#queue.values().next()) {
+      const w = next.value;
+      const cur: { ref: string; pid?: number } = { ref: w.ref };
+      this.#current = cur;
+      const r = await advanceIdleSlot(this.ctx, w.ref, w.connector, (pid) => (cur.pid = pid)).catch((err) => {
+        this.log.warn({ err, project: w.ref }, 'advancing an idle slot failed or was cancelled; resuming its connector instead');
         return 'pending' as const;
       });
-      if (r === 'busy') continue;
-      if (r === 'advanced') {
-        log.info({ project: w.ref, connector: w.connector }, "idle slot advanced: it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL, none of it a message");
-        continue;
-      }
+      this.#current = null;
+      this.#queue.delete(w.ref);
+      if (r === 'advanced') this.log.info({ project: w.ref, connector: w.connector }, "idle slot advanced: it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL, none of it a message");
+      else if (r === 'pending') this.#resume.set(w.ref, w);
     }
+  }
+}
+
+/**
+ * Steps 4-6 for every idle project: resumes those written to (or due for their refresh, or whose
+ * slot holds a message step 6 found), and offers those whose slot holds too much WAL to `advancer`.
+ */
+export async function wakeIdleProjects(ctx: Ctx, log: Pick<Ctx['log'], 'info' | 'warn'>, advancer: IdleSlotAdvancer): Promise<void> {
+  const idle = (await ctx.db.query<IdleProject>(`select project_ref as ref, connector, wake_writes, stopped_at from connector_supervision where state = 'idle'`)).rows;
+  const handedBack = advancer.takeResumes().filter((w) => idle.some((p) => p.ref === w.ref));
+  if (idle.length === 0) return;
+  const wakes = await projectsToWake(ctx, idle);
+  const resume = [...wakes.filter((w) => w.why !== 'wal'), ...handedBack.filter((b) => !wakes.some((w) => w.ref === b.ref && w.why !== 'wal'))];
+  advancer.offer(wakes.filter((w) => w.why === 'wal' && !resume.some((r) => r.ref === w.ref)));
+  for (const w of resume) {
+    await advancer.cancel(w.ref);
     await ctx.connect.setTarget(w.connector, 'resume');
     // a running connector needs no forced statistics flushes (idle-capture.ts, step 4)
     await setCaptureIdle(await ctx.projectDbs.pool(w.ref), false, ctx).catch(() => undefined);

@@ -28,7 +28,7 @@ import { connectorRestarts, connectorStates, slotCaptureLagSecondsMax, slotRetai
 import type { ConnectorStatus } from '../kafka/index.js';
 import { slotName, templatePollInterval } from './connector.js';
 import { refreshProjectOutbox } from './service.js';
-import { setCaptureIdle, stopIdleConnector, wakeIdleProjects } from './idle-capture.js';
+import { IdleSlotAdvancer, setCaptureIdle, stopIdleConnector, wakeIdleProjects } from './idle-capture.js';
 import { applySpeed, wantedSpeed, type CaptureSpeed } from './capture-speed.js';
 import { hostname } from 'node:os';
 
@@ -100,9 +100,13 @@ export class ConnectorSupervisor {
   #connectDown = false;
   readonly #holder = `${hostname()}:${process.pid}`;
 
+  /** idle slots advanced in the background, never in the way of a wake (idle-capture.ts, step 6) */
+  readonly #advancer: IdleSlotAdvancer;
+
   constructor(ctx: Ctx) {
     this.#ctx = ctx;
     this.#log = ctx.log.child({ component: 'supervisor' });
+    this.#advancer = new IdleSlotAdvancer(ctx, this.#log);
   }
 
   get leading(): boolean {
@@ -123,13 +127,14 @@ export class ConnectorSupervisor {
   async wake(): Promise<void> {
     if (!this.#lock) return;
     try {
-      await wakeIdleProjects(this.#ctx, this.#log);
+      await wakeIdleProjects(this.#ctx, this.#log, this.#advancer);
     } catch (err) {
       this.#log.warn({ err }, 'waking idle connectors failed; the next check tries again');
     }
   }
 
   async release(): Promise<void> {
+    this.#advancer.clear();
     const c = this.#lock;
     this.#lock = null;
     if (!c) return;
