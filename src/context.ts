@@ -16,7 +16,7 @@ export interface AppContext {
   adminDatabaseUrl: string;
   box: SecretBox;
   kafka: Kafka;
-  /** shared idempotent producer for events, retries and dead letters */
+  /** shared producer for events, retries and dead letters (not idempotent: create-context.ts says why) */
   producer: Producer;
   topics: Topics;
   /** consumer-group names (kafka/topics.ts) */

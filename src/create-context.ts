@@ -44,8 +44,16 @@ export async function createContext(cfg: Config, log: Logger, infra: Infrastruct
       await admin.disconnect().catch(() => {});
     }
   });
-  // The Java client's partitioner (murmur2), named so kafkajs does not warn about its default at every start
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+  // The Java client's partitioner (murmur2), named so kafkajs does not warn about its default at every start.
+  // Not idempotent: kafkajs's idempotent producer takes a partition's sequence number back when a
+  // request fails, even one the broker wrote before the connection dropped, and the next batch to
+  // that partition, another caller's, then reuses it: the broker takes it for a duplicate, answers
+  // success and drops it. The crash test lost a retry record that way (acknowledged, never on the
+  // topic, the message stuck `failed`) across a broker SIGKILL. Every record this producer writes
+  // (retry and dead records, released and replayed messages) is checked against the ledger when it
+  // is consumed, so a duplicate from a plain retry is harmless; one in flight at a time per broker
+  // keeps a partition's records in order through those retries.
+  const producer = kafka.producer({ idempotent: false, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   return {
     cfg,

@@ -20,10 +20,6 @@ export const RETRIABLE_PROTOCOL_ERRORS: ReadonlySet<string> = (() => {
 
 /** The level a kafkajs log line is written at: lines that only describe kafkajs's own retries are debug. */
 export function kafkaLogLevel(level: number, entry: { message: string; error?: unknown }): 'error' | 'warn' | 'info' | 'debug' {
-  // Said at every start for the shared idempotent producer (src/app.ts): its retries are bounded on
-  // purpose, so a send fails (and the record stays uncommitted) instead of blocking forever while
-  // Kafka is down; a warning nobody can act on only trains people to ignore warnings.
-  if (entry.message === 'Limiting retries for the idempotent producer may invalidate EoS guarantees') return 'debug';
   if (entry.message.startsWith('Response ') && typeof entry.error === 'string' && RETRIABLE_PROTOCOL_ERRORS.has(entry.error)) return 'debug';
   return levels[level] ?? 'info';
 }

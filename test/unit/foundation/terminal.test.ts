@@ -27,7 +27,6 @@ describe('kafkajs log levels', () => {
     expect(kafkaLogLevel(logLevel.ERROR, { message: 'Response FindCoordinator(key: 10, version: 2)', error: loading })).toBe('debug');
     expect(kafkaLogLevel(logLevel.ERROR, { message: 'Response Produce(key: 0, version: 7)', error: 'Broker: Message size too large' })).toBe('error');
     expect(kafkaLogLevel(logLevel.ERROR, { message: '[Consumer] Crash: KafkaJSNumberOfRetriesExceeded', error: loading })).toBe('error');
-    expect(kafkaLogLevel(logLevel.WARN, { message: 'Limiting retries for the idempotent producer may invalidate EoS guarantees' })).toBe('debug');
     expect(kafkaLogLevel(logLevel.WARN, { message: 'something else' })).toBe('warn');
   });
 });
