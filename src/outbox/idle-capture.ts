@@ -298,11 +298,6 @@ export class IdleSlotAdvancer {
     this.#resume.clear();
   }
 
-  /** Resolves when nothing is queued or being advanced. */
-  async idle(): Promise<void> {
-    while (this.#running) await this.#running;
-  }
-
   async #drain(): Promise<void> {
     for (let next = this.#queue.values().next(); !next.done; next = this.#queue.values().next()) {
       const w = next.value;
