@@ -129,8 +129,9 @@ export async function stopIdleConnector(ctx: Ctx, ref: string, connector: string
  * where it was: transactions come out of the slot in commit order, so what follows its last
  * transaction (and, within that one, its last change) is new. The slot must have no reader.
  */
-async function uncaptured(c: Pick<pg.Client, 'query'>, ctx: Ctx, connector: string, slot: string, publication: string, upto: string): Promise<number> {
+async function uncaptured(c: Pick<pg.Client, 'query'>, ctx: Ctx, connector: string, slot: string, publication: string, upto: string, stopped?: () => boolean): Promise<number> {
   const at = await ctx.connect.processedPosition(connector);
+  if (stopped?.()) throw new Error('stopped before the peek: a wake wants the slot');
   const pending = await c.query(
     `with ch as (
        select x.lsn, x.xid, get_byte(x.data, 0) as t, x.n
@@ -146,6 +147,13 @@ async function uncaptured(c: Pick<pg.Client, 'query'>, ctx: Ctx, connector: stri
 
 export type AdvanceResult = 'advanced' | 'pending' | 'busy';
 
+/** How the advancer follows and stops an advance: its backend (to cancel), and a stop asked for. */
+export interface AdvanceHooks {
+  backend(pid: number): void;
+  /** true: stop before the peek (a wake wants the slot) */
+  stopped(): boolean;
+}
+
 /**
  * Step 6 for one idle project: moves its stopped connector's slot up to the WAL's current end,
  * once a peek has shown that nothing up to there is a message not yet captured ('pending': there
@@ -154,15 +162,16 @@ export type AdvanceResult = 'advanced' | 'pending' | 'busy';
  * after the new position, so they are read when the connector next runs. 'busy': the slot has a
  * reader (a wake got there first).
  */
-export async function advanceIdleSlot(ctx: Ctx, ref: string, connector: string, onBackend?: (pid: number) => void): Promise<AdvanceResult> {
+export async function advanceIdleSlot(ctx: Ctx, ref: string, connector: string, hooks?: AdvanceHooks): Promise<AdvanceResult> {
   const url = await ctx.projectDbs.url(ref);
   const slot = slotName(ref, ctx.cfg.TOPIC_PREFIX);
   return withClient(url, async (c) => {
-    if (onBackend) onBackend((await c.query('select pg_backend_pid() as pid')).rows[0].pid);
+    hooks?.backend((await c.query('select pg_backend_pid() as pid')).rows[0].pid);
     const r = await c.query('select active from pg_replication_slots where slot_name = $1', [slot]);
     if (!r.rows[0] || r.rows[0].active) return 'busy';
     const upto = (await c.query('select pg_current_wal_lsn()::text as l')).rows[0].l as string;
-    if ((await uncaptured(c, ctx, connector, slot, publicationName(ref, ctx.cfg.TOPIC_PREFIX), upto)) > 0) return 'pending';
+    const pending = await uncaptured(c, ctx, connector, slot, publicationName(ref, ctx.cfg.TOPIC_PREFIX), upto, hooks?.stopped);
+    if (pending > 0) return 'pending';
     await c.query('select pg_replication_slot_advance($1, $2::pg_lsn)', [slot, upto]);
     return 'advanced';
   });
@@ -190,13 +199,20 @@ export interface IdleProject {
   stopped_at: Date;
 }
 
+/** An idle project to resume (a write, its periodic refresh) or whose slot to advance ('wal'). */
+export interface Wake {
+  ref: string;
+  connector: string;
+  why: 'write' | 'refresh' | 'wal';
+}
+
 /**
  * Step 4 and 5: which idle projects to resume now. Reads pg_stat_database once per cluster (it is
  * cluster-wide), through a pooled connection to one of the cluster's project databases.
  */
-export async function projectsToWake(ctx: Ctx, idle: IdleProject[]): Promise<{ ref: string; connector: string; why: 'write' | 'refresh' | 'wal' }[]> {
+export async function projectsToWake(ctx: Ctx, idle: IdleProject[]): Promise<Wake[]> {
   const now = Date.now();
-  const out: { ref: string; connector: string; why: 'write' | 'refresh' | 'wal' }[] = [];
+  const out: Wake[] = [];
   const clusters = new Map<string, { ref: string; members: { p: IdleProject; db: string }[] }>();
   for (const p of idle) {
     if (now - p.stopped_at.getTime() >= ctx.cfg.CAPTURE_IDLE_REFRESH) {
@@ -243,8 +259,6 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[]): Promise<{ r
   return out;
 }
 
-type Wake = { ref: string; connector: string; why: 'write' | 'refresh' | 'wal' };
-
 /**
  * Step 6, off the wake path. Advancing a slot peeks, then decodes, all of the cluster's WAL it
  * holds (seconds per gigabyte on the development machine), and after a bulk load every idle slot
@@ -259,8 +273,8 @@ export class IdleSlotAdvancer {
   readonly #queue = new Map<string, Wake>();
   readonly #resume = new Map<string, Wake>();
   #running: Promise<void> | null = null;
-  /** the slot being advanced now, and the backend doing it */
-  #current: { ref: string; pid?: number } | null = null;
+  /** the slot being advanced now, the backend doing it, and whether a wake asked it to stop */
+  #current: { ref: string; pid?: number; cancelled?: boolean } | null = null;
 
   constructor(
     private readonly ctx: Ctx,
@@ -287,7 +301,10 @@ export class IdleSlotAdvancer {
   async cancel(ref: string): Promise<void> {
     this.#queue.delete(ref);
     const cur = this.#current;
-    if (cur?.ref !== ref || cur.pid === undefined) return;
+    if (cur?.ref !== ref) return;
+    // it stops before its peek (advanceIdleSlot); a statement already running is cancelled
+    cur.cancelled = true;
+    if (cur.pid === undefined) return;
     const pool = await this.ctx.projectDbs.pool(ref);
     await pool.query('select pg_cancel_backend($1)', [cur.pid]).catch((err) => this.log.warn({ err, project: ref }, 'could not cancel the advance of a slot being woken'));
   }
@@ -301,9 +318,10 @@ export class IdleSlotAdvancer {
   async #drain(): Promise<void> {
     for (let next = this.#queue.values().next(); !next.done; next = this.#queue.values().next()) {
       const w = next.value;
-      const cur: { ref: string; pid?: number } = { ref: w.ref };
+      const cur: { ref: string; pid?: number; cancelled?: boolean } = { ref: w.ref };
       this.#current = cur;
-      const r = await advanceIdleSlot(this.ctx, w.ref, w.connector, (pid) => (cur.pid = pid)).catch((err) => {
+      const hooks = { backend: (pid: number) => (cur.pid = pid), stopped: () => cur.cancelled === true };
+      const r = await advanceIdleSlot(this.ctx, w.ref, w.connector, hooks).catch((err) => {
         this.log.warn({ err, project: w.ref }, 'advancing an idle slot failed or was cancelled; resuming its connector instead');
         return 'pending' as const;
       });
