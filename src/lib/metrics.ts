@@ -144,6 +144,13 @@ export const orderingAdvances = new Counter({
   registers: [registry],
 });
 
+export const idleSlotAdvances = new Counter({
+  name: 'integrations_idle_slot_advances_total',
+  help: "Idle projects' replication slots moved past other databases' WAL (idle capture, step 6), by how nothing uncaptured was shown to be skipped: counters (the write counters, no decoding) or peek (the slot decoded)",
+  labelNames: ['how'] as const,
+  registers: [registry],
+});
+
 export interface MetricsServer {
   port: number;
   close(): Promise<void>;

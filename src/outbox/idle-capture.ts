@@ -38,10 +38,11 @@
 //     idle projects' slots were lost. Resuming the connector does not help: with no change in its
 //     own database Debezium confirms no new position (the test saw the slot stay put). So the
 //     slot is peeked up to the WAL's end (step 3's peek: an uncaptured message resumes the
-//     connector instead) and moved there with pg_replication_slot_advance. That peek and advance
-//     decode all the WAL the slot holds, so they run in the background, one slot at a time
-//     (IdleSlotAdvancer), never in the way of step 4: a write to a project whose slot is being
-//     advanced cancels the advance and resumes the connector.
+//     connector instead) and moved there with pg_replication_slot_advance. The peek is skipped
+//     when the write counters prove there is nothing to find (quiet-database.ts). The peek and the
+//     advance decode all the WAL the slot holds, so they run in the background, one slot at a
+//     time (IdleSlotAdvancer), never in the way of step 4: a write to a project whose slot is
+//     being advanced cancels the advance and resumes the connector.
 //
 // Writes to tables without webhooks wake a connector too; it stops again after CAPTURE_IDLE_AFTER.
 // The cost of waking: the first message after an idle period waits for the wake check and the task
@@ -50,6 +51,8 @@
 import pg from 'pg';
 import type { AppContext } from '../context.js';
 import { publicationName, slotName } from './connector.js';
+import { idleSlotAdvances } from '../lib/metrics.js';
+import { StatsReaders, whyNotQuiet, type OwnBackend } from './quiet-database.js';
 
 type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'projectDbs' | 'log'>;
 
@@ -81,10 +84,13 @@ export async function stopIdleConnector(ctx: Ctx, ref: string, connector: string
   const db = databaseName(url);
   const slot = slotName(ref, ctx.cfg.TOPIC_PREFIX);
   const publication = publicationName(ref, ctx.cfg.TOPIC_PREFIX);
+  // from now on every enqueue publishes its counters at once (base.capture, base-schema.sql); set
+  // before W0 is read, so a row counted after W0 has been published without delay. The flag's own
+  // update moves the counters: it is made on a connection of its own, which publishes them when it
+  // exits, and W0 is read after that (without pg_stat_force_next_flush, a server that withholds it,
+  // a connection a second old holds them back, and every stop was followed by a wake for nothing).
+  await setCaptureIdlePublished(url, true, ctx);
   return withClient(url, async (c) => {
-    // from now on every enqueue publishes its counters at once (base.capture, base-schema.sql);
-    // set before W0 is read, so a row counted after W0 has been published without delay
-    await setCaptureIdle(c, true, ctx);
     const stopped = await stopAndPeek(c);
     if (!stopped.stopped) await setCaptureIdle(c, false, ctx);
     return stopped;
@@ -150,29 +156,41 @@ export type AdvanceResult = 'advanced' | 'pending' | 'busy';
 /** How the advancer follows and stops an advance: its backend (to cancel), and a stop asked for. */
 export interface AdvanceHooks {
   backend(pid: number): void;
-  /** true: stop before the peek (a wake wants the slot) */
+  /** true: stop before the peek or the advance (a wake wants the slot) */
   stopped(): boolean;
+  /** the service's statistics readers, which never enqueue (quiet-database.ts) */
+  own?(): OwnBackend[];
+  /** how it went: whether the peek ran, and if so why the counters could not stand in for it */
+  done?(how: { peeked: boolean; because?: string }): void;
 }
 
 /**
  * Step 6 for one idle project: moves its stopped connector's slot up to the WAL's current end,
- * once a peek has shown that nothing up to there is a message not yet captured ('pending': there
- * is, so resume the connector instead). A resumed connector would not do it: with no change in its
- * own database, Debezium confirms no new position to the slot. Changes committed after that end are
- * after the new position, so they are read when the connector next runs. 'busy': the slot has a
- * reader (a wake got there first).
+ * once nothing up to there is known to be a message not yet captured ('pending': there is, so
+ * resume the connector instead). The write counters prove it when every committed write of the
+ * database is published and none happened since the stop (quiet-database.ts); otherwise a peek of
+ * the slot decides. A resumed connector would not move the slot: with no change in its own
+ * database, Debezium confirms no new position to it. Changes committed after that end are after
+ * the new position, so they are read when the connector next runs. 'busy': the slot has a reader,
+ * or the project is no longer idle (a wake got there first).
  */
 export async function advanceIdleSlot(ctx: Ctx, ref: string, connector: string, hooks?: AdvanceHooks): Promise<AdvanceResult> {
   const url = await ctx.projectDbs.url(ref);
   const slot = slotName(ref, ctx.cfg.TOPIC_PREFIX);
   return withClient(url, async (c) => {
     hooks?.backend((await c.query('select pg_backend_pid() as pid')).rows[0].pid);
+    const idle = (await ctx.db.query(`select wake_writes, stopped_at from connector_supervision where project_ref = $1 and state = 'idle'`, [ref])).rows[0];
+    if (!idle) return 'busy';
     const r = await c.query('select active from pg_replication_slots where slot_name = $1', [slot]);
     if (!r.rows[0] || r.rows[0].active) return 'busy';
     const upto = (await c.query('select pg_current_wal_lsn()::text as l')).rows[0].l as string;
-    const pending = await uncaptured(c, ctx, connector, slot, publicationName(ref, ctx.cfg.TOPIC_PREFIX), upto, hooks?.stopped);
-    if (pending > 0) return 'pending';
+    const because = await whyNotQuiet(c, { writes: Number(idle.wake_writes), stoppedAt: idle.stopped_at as Date }, hooks?.own?.() ?? []);
+    if (because !== null) {
+      const pending = await uncaptured(c, ctx, connector, slot, publicationName(ref, ctx.cfg.TOPIC_PREFIX), upto, hooks?.stopped);
+      if (pending > 0) return 'pending';
+    } else if (hooks?.stopped()) throw new Error('stopped before the advance: a wake wants the slot');
     await c.query('select pg_replication_slot_advance($1, $2::pg_lsn)', [slot, upto]);
+    hooks?.done?.({ peeked: because !== null, because: because ?? undefined });
     return 'advanced';
   });
 }
@@ -190,6 +208,24 @@ export async function setCaptureIdle(c: Pick<pg.Client, 'query'>, idle: boolean,
   await c
     .query('with u as (update base.capture set idle = $1 where idle is distinct from $1 returning 1) select base._publish_stats() from u', [idle])
     .catch((err: Error) => ctx.log.debug({ err: err.message }, 'could not set base.capture.idle'));
+}
+
+/**
+ * setCaptureIdle on a connection of its own, returning once its counters are published: a backend
+ * publishes them as it exits, before it leaves pg_stat_activity (pgstat_shutdown_hook runs before
+ * pgstat_beshutdown_hook).
+ */
+async function setCaptureIdlePublished(url: string, idle: boolean, ctx: Pick<Ctx, 'log'>): Promise<void> {
+  const pid = await withClient(url, async (c) => {
+    await setCaptureIdle(c, idle, ctx);
+    return (await c.query('select pg_backend_pid() as pid')).rows[0].pid as number;
+  });
+  await withClient(url, async (c) => {
+    for (let i = 0; i < 500; i++) {
+      if ((await c.query('select 1 from pg_stat_activity where pid = $1', [pid])).rowCount === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  });
 }
 
 export interface IdleProject {
@@ -210,10 +246,10 @@ export interface Wake {
  * Step 4 and 5: which idle projects to resume now. Reads pg_stat_database once per cluster (it is
  * cluster-wide), through a pooled connection to one of the cluster's project databases.
  */
-export async function projectsToWake(ctx: Ctx, idle: IdleProject[]): Promise<Wake[]> {
+export async function projectsToWake(ctx: Ctx, idle: IdleProject[], readers: StatsReaders): Promise<Wake[]> {
   const now = Date.now();
   const out: Wake[] = [];
-  const clusters = new Map<string, { ref: string; members: { p: IdleProject; db: string }[] }>();
+  const clusters = new Map<string, { key: string; url: string; members: { p: IdleProject; db: string }[] }>();
   for (const p of idle) {
     if (now - p.stopped_at.getTime() >= ctx.cfg.CAPTURE_IDLE_REFRESH) {
       out.push({ ref: p.ref, connector: p.connector, why: 'refresh' });
@@ -222,19 +258,20 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[]): Promise<Wak
     const url = await ctx.projectDbs.url(p.ref);
     const u = new URL(url);
     const key = `${u.hostname}:${u.port}`;
-    const cluster = clusters.get(key) ?? { ref: p.ref, members: [] };
+    const cluster = clusters.get(key) ?? { key, url, members: [] };
     cluster.members.push({ p, db: databaseName(url) });
     clusters.set(key, cluster);
   }
   await Promise.all(
-    [...clusters.values()].map(async ({ ref, members }) => {
+    [...clusters.values()].map(async ({ key, url, members }) => {
       try {
-        // a pooled connection: a new one every second would cost the cluster a backend start each time
-        const pool = await ctx.projectDbs.pool(ref);
+        // a connection kept open (a new one every check would cost the cluster a backend start each
+        // time) that only ever reads, so step 6 knows it never enqueues (quiet-database.ts)
+        const read = (text: string, params: unknown[]) => readers.query(key, url, text, params);
         const [r, s] = await Promise.all([
-          pool.query(`select datname, (${WRITES})::float8 as writes from pg_stat_database where datname = any($1)`, [members.map((m) => m.db)]),
+          read(`select datname, (${WRITES})::float8 as writes from pg_stat_database where datname = any($1)`, [members.map((m) => m.db)]),
           // step 6: the WAL each idle slot holds, and how much more it may before it is lost
-          pool.query(
+          read(
             `select slot_name, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as retained, safe_wal_size::float8 as safe
                from pg_replication_slots where slot_name = any($1)`,
             [members.map((m) => slotName(m.p.ref, ctx.cfg.TOPIC_PREFIX))],
@@ -269,10 +306,23 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[]): Promise<Wak
  * message not yet captured (or that could not be advanced) is handed back to the wake loop, which
  * resumes its connector; one woken by a write meanwhile is found with a reader ('busy') and left.
  */
+/**
+ * How long a slot just advanced is left alone. PostgreSQL moves a slot's restart_lsn (what the
+ * retained WAL is measured from) only up to a point where it logged the running transactions,
+ * which the background writer does every 15 s while WAL is written (LOG_SNAPSHOT_INTERVAL_MS): an
+ * advance sooner than that decodes the same WAL again and frees nothing more (the test saw 29
+ * advances of one slot in 15 s, one per wake check, before this).
+ */
+export const ADVANCE_SPACING_MS = 15_000;
+
 export class IdleSlotAdvancer {
   readonly #queue = new Map<string, Wake>();
   readonly #resume = new Map<string, Wake>();
   #running: Promise<void> | null = null;
+  /** when each slot was last advanced */
+  readonly #advancedAt = new Map<string, number>();
+  /** the wake check's connections (projectsToWake), which step 6 knows never enqueue */
+  readonly readers = new StatsReaders();
   /** the slot being advanced now, the backend doing it, and whether a wake asked it to stop */
   #current: { ref: string; pid?: number; cancelled?: boolean } | null = null;
 
@@ -281,9 +331,14 @@ export class IdleSlotAdvancer {
     private readonly log: Pick<Ctx['log'], 'info' | 'warn'>,
   ) {}
 
-  /** Queues these slots for an advance (a slot already queued or being advanced is not queued twice). */
+  /**
+   * Queues these slots for an advance (a slot already queued or being advanced is not queued twice,
+   * nor one advanced less than ADVANCE_SPACING_MS ago).
+   */
   offer(wakes: readonly Wake[]): void {
-    for (const w of wakes) if (!this.#queue.has(w.ref)) this.#queue.set(w.ref, w);
+    const now = Date.now();
+    for (const [ref, at] of this.#advancedAt) if (now - at >= ADVANCE_SPACING_MS) this.#advancedAt.delete(ref);
+    for (const w of wakes) if (!this.#queue.has(w.ref) && !this.#advancedAt.has(w.ref)) this.#queue.set(w.ref, w);
     if (this.#queue.size > 0) this.#running ??= this.#drain().finally(() => (this.#running = null));
   }
 
@@ -309,10 +364,15 @@ export class IdleSlotAdvancer {
     await pool.query('select pg_cancel_backend($1)', [cur.pid]).catch((err) => this.log.warn({ err, project: ref }, 'could not cancel the advance of a slot being woken'));
   }
 
-  /** Forgets what is queued (the supervision lock was lost); an advance in progress finishes. */
-  clear(): void {
+  /**
+   * Forgets what is queued and closes the statistics readers (the supervision lock was lost, or
+   * the process stops); an advance in progress finishes.
+   */
+  async clear(): Promise<void> {
     this.#queue.clear();
     this.#resume.clear();
+    this.#advancedAt.clear();
+    await this.readers.close();
   }
 
   async #drain(): Promise<void> {
@@ -320,14 +380,29 @@ export class IdleSlotAdvancer {
       const w = next.value;
       const cur: { ref: string; pid?: number; cancelled?: boolean } = { ref: w.ref };
       this.#current = cur;
-      const hooks = { backend: (pid: number) => (cur.pid = pid), stopped: () => cur.cancelled === true };
+      let how: { peeked: boolean; because?: string } = { peeked: true };
+      const hooks: AdvanceHooks = {
+        backend: (pid) => (cur.pid = pid),
+        stopped: () => cur.cancelled === true,
+        own: () => this.readers.own(),
+        done: (h) => (how = h),
+      };
       const r = await advanceIdleSlot(this.ctx, w.ref, w.connector, hooks).catch((err) => {
         this.log.warn({ err, project: w.ref }, 'advancing an idle slot failed or was cancelled; resuming its connector instead');
         return 'pending' as const;
       });
       this.#current = null;
       this.#queue.delete(w.ref);
-      if (r === 'advanced') this.log.info({ project: w.ref, connector: w.connector }, "idle slot advanced: it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL, none of it a message");
+      if (r === 'advanced') {
+        this.#advancedAt.set(w.ref, Date.now());
+        idleSlotAdvances.inc({ how: how.peeked ? 'peek' : 'counters' });
+        this.log.info(
+          { project: w.ref, connector: w.connector, peeked: how.peeked, peek_because: how.because },
+          how.peeked
+            ? "idle slot advanced: it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL, none of it a message (a peek showed it)"
+            : "idle slot advanced: it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL, none of it a message (its write counters showed it; no peek)",
+        );
+      }
       else if (r === 'pending') this.#resume.set(w.ref, w);
     }
   }
@@ -341,7 +416,7 @@ export async function wakeIdleProjects(ctx: Ctx, log: Pick<Ctx['log'], 'info' | 
   const idle = (await ctx.db.query<IdleProject>(`select project_ref as ref, connector, wake_writes, stopped_at from connector_supervision where state = 'idle'`)).rows;
   const handedBack = advancer.takeResumes().filter((w) => idle.some((p) => p.ref === w.ref));
   if (idle.length === 0) return;
-  const wakes = await projectsToWake(ctx, idle);
+  const wakes = await projectsToWake(ctx, idle, advancer.readers);
   const resume = [...wakes.filter((w) => w.why !== 'wal'), ...handedBack.filter((b) => !wakes.some((w) => w.ref === b.ref && w.why !== 'wal'))];
   advancer.offer(wakes.filter((w) => w.why === 'wal' && !resume.some((r) => r.ref === w.ref)));
   for (const w of resume) {

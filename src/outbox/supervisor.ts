@@ -134,7 +134,7 @@ export class ConnectorSupervisor {
   }
 
   async release(): Promise<void> {
-    this.#advancer.clear();
+    await this.#advancer.clear();
     const c = this.#lock;
     this.#lock = null;
     if (!c) return;
@@ -153,6 +153,7 @@ export class ConnectorSupervisor {
         const c = this.#lock;
         this.#lock = null;
         c.release(true);
+        await this.#advancer.clear();
         return false;
       }
     }
@@ -411,23 +412,29 @@ export class ConnectorSupervisor {
   /** Slot figures per project, one query per database cluster (pg_replication_slots is cluster-wide). */
   async #slots(refs: string[]): Promise<Map<string, SlotInfo | Error | null>> {
     const out = new Map<string, SlotInfo | Error | null>();
-    const clusters = new Map<string, string[]>();
+    const clusters = new Map<string, { url: string; members: string[] }>();
     for (const ref of refs) {
       try {
-        const u = new URL(await this.#ctx.projectDbs.url(ref));
+        const url = await this.#ctx.projectDbs.url(ref);
+        const u = new URL(url);
         const key = `${u.hostname}:${u.port}`;
-        clusters.set(key, [...(clusters.get(key) ?? []), ref]);
+        const cluster = clusters.get(key) ?? { url, members: [] };
+        cluster.members.push(ref);
+        clusters.set(key, cluster);
       } catch (err) {
         out.set(ref, err as Error);
       }
     }
     const prefix = this.#ctx.cfg.TOPIC_PREFIX;
     await Promise.all(
-      [...clusters.values()].map(async (members) => {
+      [...clusters.entries()].map(async ([key, { url, members }]) => {
         try {
-          const pool = await this.#ctx.projectDbs.pool(members[0]);
+          // the wake check's reading connection: it only reads, so an idle slot's database it sits
+          // in can still be shown quiet (quiet-database.ts)
           const names = members.map((ref) => slotName(ref, prefix));
-          const r = await pool.query(
+          const r = await this.#advancer.readers.query(
+            key,
+            url,
             `select s.slot_name, s.active, s.wal_status, s.safe_wal_size::float8 as safe,
                     pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn)::float8 as retained,
                     pg_wal_lsn_diff(pg_current_wal_lsn(), s.confirmed_flush_lsn)::float8 as pending,

@@ -6,8 +6,12 @@
 // its own database), without resuming the connector; a row committed afterwards arrives.
 // Without this, a 1,000,000-row backfill in one database lost all 100 idle projects' slots in the
 // bench (max_slot_wal_keep_size 2 GB).
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { idleSlotAdvances } from '../../src/lib/metrics.js';
+import { advanceIdleSlot } from '../../src/outbox/idle-capture.js';
 import { slotName } from '../../src/outbox/index.js';
+import { QUIET_AFTER_MS } from '../../src/outbox/quiet-database.js';
 import { eventually, sql, stack } from '../helpers/env.js';
 import { startIdleCapture, type IdleCaptureFixture } from '../helpers/idle-capture.js';
 
@@ -27,7 +31,20 @@ describe('idle capture: WAL held by an idle slot', () => {
   const retained = async () =>
     Number((await sql(f.project.databaseUrl, 'select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as r from pg_replication_slots where slot_name = $1', [slotName(f.project.ref, f.svc.cfg.TOPIC_PREFIX)])).rows[0].r);
 
-  it('resumes a stopped connector whose slot holds more than CAPTURE_IDLE_MAX_WAL, and loses nothing', async () => {
+  const advances = async (how: 'counters' | 'peek') => (await idleSlotAdvances.get()).values.find((v) => v.labels.how === how)?.value ?? 0;
+
+  /** Backends of the project's database, other than the service's statistics readers, active or idle for less than `ms`. */
+  const unsettled = async (ms: number) =>
+    (
+      await sql(
+        f.project.databaseUrl,
+        `select pid, state, application_name from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+            and application_name <> 'integrations:wake' and not (state = 'idle' and state_change < clock_timestamp() - make_interval(secs => $1))`,
+        [ms / 1000],
+      )
+    ).rows;
+
+  it('moves a stopped connector\'s slot that holds more than CAPTURE_IDLE_MAX_WAL, without a peek when the counters prove it, and loses nothing', async () => {
     await f.insert('before');
     await eventually(async () => f.notes().includes('before'), 60_000, 'the first row');
     // idle, and settled: the same stop for 6 s (a first stop may be followed by one more wake and stop)
@@ -40,15 +57,23 @@ describe('idle capture: WAL held by an idle slot', () => {
       if (!same) await new Promise((r) => setTimeout(r, 6000));
       return same;
     }, 120_000, 'the project to stay idle');
+    // every connection to the project's database has published its counters for certain (idle for
+    // QUIET_AFTER), so the counters can stand in for the peek (quiet-database.ts)
+    await eventually(async () => (await unsettled(QUIET_AFTER_MS + 1000)).length === 0, 60_000, 'connections to the project database to settle');
+    const [byCounters, byPeek] = [await advances('counters'), await advances('peek')];
     // another database of the cluster writes 64 MB of WAL; nothing is written to the project's
     await sql(stack().adminDatabaseUrl, `create table ${table} (x text)`);
     await sql(stack().adminDatabaseUrl, `insert into ${table} select repeat(md5(g::text), 32) from generate_series(1, 60000) g`);
     expect(await retained()).toBeGreaterThan(32 * 1024 * 1024);
     // the slot moves past the filler (no write of its own, the refresh an hour away), the
     // connector still stopped
-    await eventually(async () => (await retained()) < 32 * 1024 * 1024, 30_000, 'the slot to advance');
+    // (a second advance, ADVANCE_SPACING_MS later, may be what moves restart_lsn: PostgreSQL moves it
+    // only up to where it logged the running transactions)
+    await eventually(async () => (await retained()) < 32 * 1024 * 1024, 60_000, 'the slot to advance');
     expect(await f.supervised()).toMatchObject({ state: 'idle', stopped_at: stoppedAt });
     expect(await f.connectState()).toBe('STOPPED');
+    expect((await advances('counters')) - byCounters).toBeGreaterThan(0);
+    expect((await advances('peek')) - byPeek).toBe(0);
     // nothing lost: a row committed now wakes it and arrives
     await f.insert('after');
     await eventually(async () => f.notes().includes('after'), 60_000, 'the row after');
@@ -73,6 +98,11 @@ describe('idle capture: WAL held by an idle slot', () => {
       await held;
       return real(name);
     };
+    // a transaction left open in the project's database: the counters prove nothing while it is
+    // (quiet-database.ts), so the advance peeks, and the peek is what is held here
+    const open = new pg.Client({ connectionString: f.project.databaseUrl });
+    await open.connect();
+    await open.query('begin; select 1');
     try {
       await sql(stack().adminDatabaseUrl, `create table if not exists ${table} (x text)`);
       await sql(stack().adminDatabaseUrl, `insert into ${table} select repeat(md5(g::text), 32) from generate_series(1, 60000) g`);
@@ -83,8 +113,50 @@ describe('idle capture: WAL held by an idle slot', () => {
     } finally {
       connect.processedPosition = real;
       release();
+      await open.end().catch(() => {});
     }
     expect(f.notes().filter((n) => n === 'during the advance')).toHaveLength(1);
     expect(await f.connectState()).toBe('RUNNING');
+  });
+
+  // The counters stand in for the peek only when every connection's counters are published for
+  // certain. An application connection that published less than a second before its commit holds
+  // its counters back up to 10 s (PostgreSQL 15+), and without pg_stat_force_next_flush (a server
+  // that withholds it from the database owner: base._publish_stats is then a no-op, as here) nothing
+  // forces them out. Its message is in the slot, the counters still read W0: an advance trusting
+  // them would skip the message, and it would never be delivered.
+  it('does not trust counters a connection may still hold back: the peek finds the message, and it arrives', async () => {
+    // (replacing the function writes to the catalogs, which moves the counters: done before the
+    // stop that records W0)
+    const replaced = new Date();
+    await sql(f.project.databaseUrl, `create or replace function base._publish_stats() returns void language sql set search_path = pg_catalog as 'select'`);
+    await eventually(async () => {
+      const s = await f.supervised();
+      return s?.state === 'idle' && (s.stopped_at as Date) > replaced;
+    }, 120_000, 'the project to be stopped again after the function was replaced');
+    const { wake_writes: w0 } = (await f.svc.ctx.db.query('select wake_writes from connector_supervision where project_ref = $1', [f.project.ref])).rows[0];
+    // nothing wakes, stops or advances behind the test while it looks
+    const give = await f.holdSupervision();
+    const app = new pg.Client({ connectionString: f.project.databaseUrl });
+    await app.connect();
+    try {
+      // the application's connection publishes its counters (a read: W0 does not move) ...
+      await app.query('select count(*) from public.crates');
+      // ... so those of its next transaction, under a second later, are held back
+      await app.query(`insert into public.crates (note) values ('counters held back')`);
+      const result = await advanceIdleSlot(f.svc.ctx, f.project.ref, f.connector, { backend: () => {}, stopped: () => false });
+      // the counters alone would have said "nothing written": they still read W0
+      const writes = Number((await sql(f.project.databaseUrl, `select (tup_inserted + tup_updated + tup_deleted)::float8 as w from pg_stat_database where datname = current_database()`)).rows[0].w);
+      expect(writes).toBe(Number(w0));
+      // what made the peek run: the application's connection, idle for less than QUIET_AFTER
+      expect((await unsettled(QUIET_AFTER_MS)).map((b) => b.pid)).toContain((app as unknown as { processID: number }).processID);
+      expect(result).toBe('pending');
+    } finally {
+      await app.end().catch(() => {});
+      await sql(f.project.databaseUrl, `create or replace function base._publish_stats() returns void language sql set search_path = pg_catalog as 'select pg_catalog.pg_stat_force_next_flush()'`);
+      await give();
+    }
+    await eventually(async () => f.notes().includes('counters held back'), 60_000, 'the message whose counters were held back');
+    expect(f.notes().filter((n) => n === 'counters held back')).toHaveLength(1);
   });
 });
