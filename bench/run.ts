@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { repoRoot } from '../src/config.js';
+import { slotName } from '../src/outbox/connector.js';
 import { BenchService, resolveStack } from './environment.js';
 import { LoadGenerator, TABLES, tableDdl } from './load.js';
 import { Receipts } from './receipts.js';
@@ -178,13 +179,14 @@ async function main() {
       // ran in 18 of 52 samples of the e2e phase). Waited for here, like vacuum, so each phase
       // measures the steady state; what step 6 costs per message written is measured on its own
       // (docs/benchmark.md, "Fifth round").
+      // (the bench service's slots only: another slot of the cluster is not the supervisor's to advance)
       const due = `select count(*)::int as n from pg_replication_slots
-                    where slot_type = 'logical' and not active and wal_status <> 'lost'
+                    where slot_type = 'logical' and not active and wal_status <> 'lost' and starts_with(slot_name, $2)
                       and pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) > pg_size_bytes($1)`;
-      const maxWal = env.CAPTURE_IDLE_MAX_WAL ?? '512MB';
-      const first = (await db.query(due, [maxWal])).rows[0].n as number;
+      const args = [env.CAPTURE_IDLE_MAX_WAL ?? '512MB', slotName('', service!.topicPrefix)];
+      const first = (await db.query(due, args)).rows[0].n as number;
       const t1 = Date.now();
-      for (let n = first; n > 0 && Date.now() - t1 < 300_000; n = (await db.query(due, [maxWal])).rows[0].n) await new Promise((r) => setTimeout(r, 1000));
+      for (let n = first; n > 0 && Date.now() - t1 < 300_000; n = (await db.query(due, args)).rows[0].n) await new Promise((r) => setTimeout(r, 1000));
       const caughtUp = first > 0 ? `; ${first} idle slot(s) over CAPTURE_IDLE_MAX_WAL advanced in ${((Date.now() - t1) / 1000).toFixed(1)} s` : '';
       log(`settled before ${next} in ${((Date.now() - t0) / 1000).toFixed(1)} s (vacuum, checkpoint${caughtUp})`);
     } catch (err) {

@@ -160,8 +160,8 @@ export interface AdvanceHooks {
   stopped(): boolean;
   /** the service's statistics readers, which never enqueue (quiet-database.ts) */
   own?(): OwnBackend[];
-  /** how it went: whether the peek ran, and if so why the counters could not stand in for it */
-  done?(how: { peeked: boolean; because?: string }): void;
+  /** whether the peek runs, and if so why the counters cannot stand in for it */
+  decided?(how: { peeked: boolean; because?: string }): void;
 }
 
 /**
@@ -179,18 +179,18 @@ export async function advanceIdleSlot(ctx: Ctx, ref: string, connector: string, 
   const slot = slotName(ref, ctx.cfg.TOPIC_PREFIX);
   return withClient(url, async (c) => {
     hooks?.backend((await c.query('select pg_backend_pid() as pid')).rows[0].pid);
-    const idle = (await ctx.db.query(`select wake_writes, stopped_at from connector_supervision where project_ref = $1 and state = 'idle'`, [ref])).rows[0];
+    const idle = (await ctx.db.query(`select wake_writes from connector_supervision where project_ref = $1 and state = 'idle'`, [ref])).rows[0];
     if (!idle) return 'busy';
     const r = await c.query('select active from pg_replication_slots where slot_name = $1', [slot]);
     if (!r.rows[0] || r.rows[0].active) return 'busy';
     const upto = (await c.query('select pg_current_wal_lsn()::text as l')).rows[0].l as string;
-    const because = await whyNotQuiet(c, { writes: Number(idle.wake_writes), stoppedAt: idle.stopped_at as Date }, hooks?.own?.() ?? []);
+    const because = await whyNotQuiet(c, Number(idle.wake_writes), hooks?.own?.() ?? []);
+    hooks?.decided?.({ peeked: because !== null, because: because ?? undefined });
     if (because !== null) {
       const pending = await uncaptured(c, ctx, connector, slot, publicationName(ref, ctx.cfg.TOPIC_PREFIX), upto, hooks?.stopped);
       if (pending > 0) return 'pending';
     } else if (hooks?.stopped()) throw new Error('stopped before the advance: a wake wants the slot');
     await c.query('select pg_replication_slot_advance($1, $2::pg_lsn)', [slot, upto]);
-    hooks?.done?.({ peeked: because !== null, because: because ?? undefined });
     return 'advanced';
   });
 }
@@ -205,8 +205,11 @@ export async function setCaptureIdle(c: Pick<pg.Client, 'query'>, idle: boolean,
   // The update is a write the wake counts: published at once (as an enqueue's is while idle), or
   // a connection that published under a second before would move the counters up to 10 s later,
   // after the next stop took W0, and wake the project for nothing.
-  await c
-    .query('with u as (update base.capture set idle = $1 where idle is distinct from $1 returning 1) select base._publish_stats() from u', [idle])
+  const set = (columns: string) => c.query(`with u as (update base.capture set ${columns} where idle is distinct from $1 returning 1) select base._publish_stats() from u`, [idle]);
+  await set('idle = $1, idle_since = case when $1 then now() end')
+    // a schema installed by an earlier build, until the start re-installs it (enable.ts): no
+    // idle_since, so step 6 peeks (quiet-database.ts)
+    .catch((err: pg.DatabaseError) => (err.code === '42703' ? set('idle = $1') : Promise.reject(err)))
     .catch((err: Error) => ctx.log.debug({ err: err.message }, 'could not set base.capture.idle'));
 }
 
@@ -225,6 +228,8 @@ async function setCaptureIdlePublished(url: string, idle: boolean, ctx: Pick<Ctx
       if ((await c.query('select 1 from pg_stat_activity where pid = $1', [pid])).rowCount === 0) return;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
+    // not lost: its counters move later and wake the project once for nothing
+    ctx.log.warn({ pid }, 'the connection that set base.capture.idle had not exited 5 s after closing; its write may wake the project once');
   });
 }
 
@@ -240,6 +245,8 @@ export interface Wake {
   ref: string;
   connector: string;
   why: 'write' | 'refresh' | 'wal';
+  /** 'wal' only: the slot is within CAPTURE_IDLE_MAX_WAL of max_slot_wal_keep_size (not held back by ADVANCE_SPACING_MS) */
+  nearLoss?: boolean;
 }
 
 /**
@@ -285,7 +292,9 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[], readers: Sta
           const slot = slots.get(slotName(m.p.ref, ctx.cfg.TOPIC_PREFIX));
           // moved either way: a write, or the statistics were reset (resume rather than guess)
           if (w === undefined || w !== Number(m.p.wake_writes)) out.push({ ref: m.p.ref, connector: m.p.connector, why: 'write' });
-          else if (slot && ((slot.retained ?? 0) > max || (slot.safe !== null && slot.safe < max))) out.push({ ref: m.p.ref, connector: m.p.connector, why: 'wal' });
+          else if (slot && ((slot.retained ?? 0) > max || (slot.safe !== null && slot.safe < max))) {
+            out.push({ ref: m.p.ref, connector: m.p.connector, why: 'wal', nearLoss: slot.safe !== null && slot.safe < max });
+          }
         }
       } catch (err) {
         // the cluster is away: nothing can be written to it either; the next check tries again
@@ -333,12 +342,14 @@ export class IdleSlotAdvancer {
 
   /**
    * Queues these slots for an advance (a slot already queued or being advanced is not queued twice,
-   * nor one advanced less than ADVANCE_SPACING_MS ago).
+   * nor one advanced less than ADVANCE_SPACING_MS ago unless it is close to being invalidated).
    */
   offer(wakes: readonly Wake[]): void {
     const now = Date.now();
     for (const [ref, at] of this.#advancedAt) if (now - at >= ADVANCE_SPACING_MS) this.#advancedAt.delete(ref);
-    for (const w of wakes) if (!this.#queue.has(w.ref) && !this.#advancedAt.has(w.ref)) this.#queue.set(w.ref, w);
+    // a slot close to being invalidated is not held back: a cluster writing fast could pass
+    // max_slot_wal_keep_size within the spacing
+    for (const w of wakes) if (!this.#queue.has(w.ref) && (w.nearLoss || !this.#advancedAt.has(w.ref))) this.#queue.set(w.ref, w);
     if (this.#queue.size > 0) this.#running ??= this.#drain().finally(() => (this.#running = null));
   }
 
@@ -385,7 +396,7 @@ export class IdleSlotAdvancer {
         backend: (pid) => (cur.pid = pid),
         stopped: () => cur.cancelled === true,
         own: () => this.readers.own(),
-        done: (h) => (how = h),
+        decided: (h) => (how = h),
       };
       const r = await advanceIdleSlot(this.ctx, w.ref, w.connector, hooks).catch((err) => {
         this.log.warn({ err, project: w.ref }, 'advancing an idle slot failed or was cancelled; resuming its connector instead');

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idleSlotAdvances } from '../../src/lib/metrics.js';
 import { advanceIdleSlot } from '../../src/outbox/idle-capture.js';
 import { slotName } from '../../src/outbox/index.js';
-import { QUIET_AFTER_MS } from '../../src/outbox/quiet-database.js';
+import { QUIET_AFTER_MS, whyNotQuiet } from '../../src/outbox/quiet-database.js';
 import { eventually, sql, stack } from '../helpers/env.js';
 import { startIdleCapture, type IdleCaptureFixture } from '../helpers/idle-capture.js';
 
@@ -30,6 +30,11 @@ describe('idle capture: WAL held by an idle slot', () => {
 
   const retained = async () =>
     Number((await sql(f.project.databaseUrl, 'select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as r from pg_replication_slots where slot_name = $1', [slotName(f.project.ref, f.svc.cfg.TOPIC_PREFIX)])).rows[0].r);
+
+  const writes = async () =>
+    Number((await sql(f.project.databaseUrl, `select (tup_inserted + tup_updated + tup_deleted)::float8 as w from pg_stat_database where datname = current_database()`)).rows[0].w);
+  const readersIn = async () =>
+    (await sql(f.project.databaseUrl, `select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'integrations:wake'`)).rows[0].n as number;
 
   const advances = async (how: 'counters' | 'peek') => (await idleSlotAdvances.get()).values.find((v) => v.labels.how === how)?.value ?? 0;
 
@@ -135,8 +140,13 @@ describe('idle capture: WAL held by an idle slot', () => {
       return s?.state === 'idle' && (s.stopped_at as Date) > replaced;
     }, 120_000, 'the project to be stopped again after the function was replaced');
     const { wake_writes: w0 } = (await f.svc.ctx.db.query('select wake_writes from connector_supervision where project_ref = $1', [f.project.ref])).rows[0];
-    // nothing wakes, stops or advances behind the test while it looks
+    // nothing wakes, stops or advances behind the test while it looks; the service's statistics
+    // readers close with the lock (the test calls the advance without them)
     const give = await f.holdSupervision();
+    await eventually(async () => (await readersIn()) === 0, 30_000, "the service's statistics readers to close");
+    // and every other connection (the service's pool, used at the last resume) settled, so that
+    // the application's is the only one that can stop the counters from being proof
+    await eventually(async () => (await unsettled(QUIET_AFTER_MS + 500)).length === 0, 60_000, 'other connections to settle');
     const app = new pg.Client({ connectionString: f.project.databaseUrl });
     await app.connect();
     try {
@@ -144,13 +154,18 @@ describe('idle capture: WAL held by an idle slot', () => {
       await app.query('select count(*) from public.crates');
       // ... so those of its next transaction, under a second later, are held back
       await app.query(`insert into public.crates (note) values ('counters held back')`);
-      const result = await advanceIdleSlot(f.svc.ctx, f.project.ref, f.connector, { backend: () => {}, stopped: () => false });
+      const committed = Date.now();
+      let because: string | undefined;
+      const result = await advanceIdleSlot(f.svc.ctx, f.project.ref, f.connector, { backend: () => {}, stopped: () => false, decided: (h) => (because = h.because) });
       // the counters alone would have said "nothing written": they still read W0
-      const writes = Number((await sql(f.project.databaseUrl, `select (tup_inserted + tup_updated + tup_deleted)::float8 as w from pg_stat_database where datname = current_database()`)).rows[0].w);
-      expect(writes).toBe(Number(w0));
-      // what made the peek run: the application's connection, idle for less than QUIET_AFTER
-      expect((await unsettled(QUIET_AFTER_MS)).map((b) => b.pid)).toContain((app as unknown as { processID: number }).processID);
+      expect(await writes()).toBe(Number(w0));
+      // what made the peek run: the application's connection, and only it
+      expect(because).toBe(`backend(s) ${(app as unknown as { processID: number }).processID} connected and not waiting for a command for ${QUIET_AFTER_MS / 1000}s`);
       expect(result).toBe('pending');
+      // what the proof rests on: an idle connection publishes counters it held back within
+      // QUIET_AFTER (PostgreSQL's idle timer, 10 s), with nothing forcing them
+      await new Promise((r) => setTimeout(r, Math.max(0, committed + QUIET_AFTER_MS - Date.now())));
+      expect(await writes()).toBeGreaterThan(Number(w0));
     } finally {
       await app.end().catch(() => {});
       await sql(f.project.databaseUrl, `create or replace function base._publish_stats() returns void language sql set search_path = pg_catalog as 'select pg_catalog.pg_stat_force_next_flush()'`);
@@ -158,5 +173,53 @@ describe('idle capture: WAL held by an idle slot', () => {
     }
     await eventually(async () => f.notes().includes('counters held back'), 60_000, 'the message whose counters were held back');
     expect(f.notes().filter((n) => n === 'counters held back')).toHaveLength(1);
+  });
+
+  // whyNotQuiet on the real database, as a role of its own: what it cannot see or trust is never
+  // taken as proof (quiet-database.ts). The service connects as a superuser in these tests, so a
+  // role without pg_read_all_stats, to which other sessions' state reads as null, is made here.
+  it('takes as proof only what it can see: not another role\'s sessions, not track_counts set for a role, not a transaction left open', async () => {
+    await eventually(async () => (await f.supervised())?.state === 'idle', 120_000, 'the project to be idle again');
+    const give = await f.holdSupervision();
+    const role = `quiet_watcher_${process.pid}`;
+    const db = f.project.databaseUrl;
+    await sql(db, `drop role if exists ${role}`);
+    await sql(db, `create role ${role} login`);
+    await sql(db, `grant usage on schema base to ${role}; grant select on base.capture to ${role}`);
+    const url = new URL(db);
+    url.username = role;
+    url.password = '';
+    const watcher = new pg.Client({ connectionString: url.toString() });
+    await watcher.connect();
+    const other = new pg.Client({ connectionString: db });
+    try {
+      await eventually(async () => (await readersIn()) === 0, 30_000, "the service's statistics readers to close");
+      // the counters as they are, read on the watcher's own connection (a connection of the
+      // test's, closing as whyNotQuiet looks, would be another backend not yet settled)
+      const counters = async () => Number((await watcher.query(`select (tup_inserted + tup_updated + tup_deleted)::float8 as w from pg_stat_database where datname = current_database()`)).rows[0].w);
+      const now = async () => whyNotQuiet(watcher, await counters(), []);
+      expect(await now()).toMatch(/pg_read_all_stats/);
+      await sql(db, `grant pg_read_all_stats to ${role}`);
+      // nothing else connected (once the test's own connections have gone), the counters as they are: proof
+      await eventually(async () => (await now()) === null, 60_000, 'proof with nothing else connected');
+      // another session with a transaction open
+      await other.connect();
+      await other.query('begin; select 1');
+      expect(await now()).toBe(`backend(s) ${(other as unknown as { processID: number }).processID} connected and not waiting for a command for ${QUIET_AFTER_MS / 1000}s`);
+      await other.end();
+      await eventually(async () => (await now()) === null, 10_000, 'the other session to be gone');
+      // track_counts off for some role in this database
+      await sql(db, `alter role ${role} in database ${pg.escapeIdentifier(new URL(db).pathname.slice(1))} set track_counts = off`);
+      expect(await now()).toMatch(/track_counts/);
+      await sql(db, `alter role ${role} in database ${pg.escapeIdentifier(new URL(db).pathname.slice(1))} reset track_counts`);
+      await eventually(async () => (await now()) === null, 10_000, 'proof again');
+      // counters other than W0: written to
+      expect(await whyNotQuiet(watcher, (await counters()) - 1, [])).toBe('written to since the stop');
+    } finally {
+      await watcher.end().catch(() => {});
+      await other.end().catch(() => {});
+      await sql(db, `drop owned by ${role}; drop role if exists ${role}`).catch(() => {});
+      await give();
+    }
   });
 });

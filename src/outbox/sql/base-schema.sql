@@ -61,6 +61,9 @@ create table if not exists base.capture (
   idle boolean not null default false
 );
 insert into base.capture (one) values (true) on conflict do nothing;
+-- When `idle` was last set (the database's clock): a restart or a statistics reset after it means
+-- the write counters are not the series W0 was read from (src/outbox/quiet-database.ts).
+alter table base.capture add column if not exists idle_since timestamptz;
 revoke all on base.capture from public;
 
 -- pg_stat_force_next_flush() exists from PostgreSQL 15 (before it, backends sent their counters
