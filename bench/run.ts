@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { repoRoot } from '../src/config.js';
-import { slotName } from '../src/outbox/connector.js';
+import { slotName } from '../src/outbox/index.js';
 import { BenchService, resolveStack } from './environment.js';
 import { LoadGenerator, TABLES, tableDdl } from './load.js';
 import { Receipts } from './receipts.js';
