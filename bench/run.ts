@@ -302,7 +302,9 @@ async function main() {
         seconds: Number(env.BENCH_SPARSE_SECONDS ?? 240),
         firstSeq: 2_000_000_000,
         speeds: () => service!.captureStates(),
-      }), true, false);
+        // settled first: the service has just restarted (its start checks every project), and the
+        // earlier phases' WAL has every idle slot due for an advance; both would land in the wakes
+      }), true, true);
   }
 
   const serviceRss = watch.peakMb('service', true);
