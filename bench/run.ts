@@ -103,6 +103,8 @@ async function main() {
   log(`service node flags: ${nodeFlags.join(' ') || '(none)'}`);
   const serviceEnv: Record<string, string> = { DISPATCH_CONCURRENCY: String(dispatchConcurrency) };
   if (idleProjects > 0) serviceEnv.CAPTURE_IDLE_AFTER = captureIdleAfter;
+  // the service logs at warn (its info lines cost CPU at these rates); info to see what it did
+  if (env.BENCH_SERVICE_LOG_LEVEL) serviceEnv.LOG_LEVEL = env.BENCH_SERVICE_LOG_LEVEL;
   service = new BenchService(stack, path.join(outDir, 'service.log'), serviceEnv, nodeFlags);
   service.onUnexpectedExit = (e) => log(`THE SERVICE EXITED during the run (code ${e.code}, signal ${e.signal}); delivery phases after this are skipped. See service.log`);
   await service.start();
