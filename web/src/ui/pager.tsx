@@ -1,5 +1,5 @@
 // A list read newest first in pages: the first page, then "load older" appends the next one.
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import type { ApiFailure } from '../api';
 import { ErrorNote } from './feedback';
 import { useAction } from './use-resource';
@@ -17,8 +17,14 @@ export interface Page<T> {
 export function usePager<T>(fetchPage: (cursor: string | null) => Promise<Page<T>>) {
   const [rows, setRows] = useState<T[] | null>(null);
   const [cursor, setCursor] = useState<string | null>(null);
+  // Only the latest read is shown: a filter changed while the previous read was in flight starts a
+  // new one, and the older answer, should it arrive last, would put rows that do not match the
+  // filter back on the page (the dashboard test saw the unfiltered list stay under "Delivered").
+  const latest = useRef(0);
   const load = useAction(async (from: string | null) => {
+    const ticket = ++latest.current;
     const page = await fetchPage(from);
+    if (ticket !== latest.current) return;
     setRows((prev) => (from && prev ? [...prev, ...page.rows] : page.rows));
     setCursor(page.next);
   });
