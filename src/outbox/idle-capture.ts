@@ -52,11 +52,9 @@ import pg from 'pg';
 import type { AppContext } from '../context.js';
 import { publicationName, slotName } from './connector.js';
 import { idleSlotAdvances } from '../lib/metrics.js';
-import { StatsReaders, whyNotQuiet, type OwnBackend } from './quiet-database.js';
+import { clusterKey, StatsReaders, WRITES, whyNotQuiet, type OwnBackend } from './quiet-database.js';
 
 type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'projectDbs' | 'log'>;
-
-const WRITES = 'tup_inserted + tup_updated + tup_deleted';
 
 export function databaseName(url: string): string {
   return decodeURIComponent(new URL(url).pathname.slice(1));
@@ -251,7 +249,8 @@ export interface Wake {
 
 /**
  * Step 4 and 5: which idle projects to resume now. Reads pg_stat_database once per cluster (it is
- * cluster-wide), through a pooled connection to one of the cluster's project databases.
+ * cluster-wide), through the cluster's statistics reader (StatsReaders), connected to one of its
+ * project databases.
  */
 export async function projectsToWake(ctx: Ctx, idle: IdleProject[], readers: StatsReaders): Promise<Wake[]> {
   const now = Date.now();
@@ -263,8 +262,7 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[], readers: Sta
       continue;
     }
     const url = await ctx.projectDbs.url(p.ref);
-    const u = new URL(url);
-    const key = `${u.hostname}:${u.port}`;
+    const key = clusterKey(url);
     const cluster = clusters.get(key) ?? { key, url, members: [] };
     cluster.members.push({ p, db: databaseName(url) });
     clusters.set(key, cluster);
@@ -306,6 +304,15 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[], readers: Sta
 }
 
 /**
+ * How long a slot just advanced is left alone. PostgreSQL moves a slot's restart_lsn (what the
+ * retained WAL is measured from) only up to a point where it logged the running transactions,
+ * which the background writer does every 15 s while WAL is written (LOG_SNAPSHOT_INTERVAL_MS): an
+ * advance sooner than that decodes the same WAL again and frees nothing more (the test saw 29
+ * advances of one slot in 15 s, one per wake check, before this).
+ */
+export const ADVANCE_SPACING_MS = 15_000;
+
+/**
  * Step 6, off the wake path. Advancing a slot peeks, then decodes, all of the cluster's WAL it
  * holds (seconds per gigabyte on the development machine), and after a bulk load every idle slot
  * needs it: done inside the wake loop, a hundred advances one after another held every wake behind
@@ -315,15 +322,6 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[], readers: Sta
  * message not yet captured (or that could not be advanced) is handed back to the wake loop, which
  * resumes its connector; one woken by a write meanwhile is found with a reader ('busy') and left.
  */
-/**
- * How long a slot just advanced is left alone. PostgreSQL moves a slot's restart_lsn (what the
- * retained WAL is measured from) only up to a point where it logged the running transactions,
- * which the background writer does every 15 s while WAL is written (LOG_SNAPSHOT_INTERVAL_MS): an
- * advance sooner than that decodes the same WAL again and frees nothing more (the test saw 29
- * advances of one slot in 15 s, one per wake check, before this).
- */
-export const ADVANCE_SPACING_MS = 15_000;
-
 export class IdleSlotAdvancer {
   readonly #queue = new Map<string, Wake>();
   readonly #resume = new Map<string, Wake>();
@@ -407,12 +405,8 @@ export class IdleSlotAdvancer {
       if (r === 'advanced') {
         this.#advancedAt.set(w.ref, Date.now());
         idleSlotAdvances.inc({ how: how.peeked ? 'peek' : 'counters' });
-        this.log.info(
-          { project: w.ref, connector: w.connector, peeked: how.peeked, peek_because: how.because },
-          how.peeked
-            ? "idle slot advanced: it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL, none of it a message (a peek showed it)"
-            : "idle slot advanced: it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL, none of it a message (its write counters showed it; no peek)",
-        );
+        const shown = how.peeked ? 'a peek showed it' : 'its write counters showed it; no peek';
+        this.log.info({ project: w.ref, connector: w.connector, peeked: how.peeked, peek_because: how.because }, `idle slot advanced: it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL, none of it a message (${shown})`);
       }
       else if (r === 'pending') this.#resume.set(w.ref, w);
     }

@@ -45,7 +45,14 @@ export interface OwnBackend {
   start: string;
 }
 
-const WRITES = 'tup_inserted + tup_updated + tup_deleted';
+/** A database's write counters (pg_stat_database): any enqueue inserts a row, so it moves them. */
+export const WRITES = 'tup_inserted + tup_updated + tup_deleted';
+
+/** The database cluster a connection string points at: statistics and slots are per cluster, so one reader serves it. */
+export function clusterKey(url: string): string {
+  const u = new URL(url);
+  return `${u.hostname}:${u.port}`;
+}
 
 /**
  * Why the counters cannot prove this database unwritten since W0 (null: they can). `c` is connected

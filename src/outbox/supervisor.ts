@@ -29,6 +29,7 @@ import type { ConnectorStatus } from '../kafka/index.js';
 import { slotName, templatePollInterval } from './connector.js';
 import { refreshProjectOutbox } from './service.js';
 import { IdleSlotAdvancer, setCaptureIdle, stopIdleConnector, wakeIdleProjects } from './idle-capture.js';
+import { clusterKey } from './quiet-database.js';
 import { applySpeed, wantedSpeed, type CaptureSpeed } from './capture-speed.js';
 import { hostname } from 'node:os';
 
@@ -416,8 +417,7 @@ export class ConnectorSupervisor {
     for (const ref of refs) {
       try {
         const url = await this.#ctx.projectDbs.url(ref);
-        const u = new URL(url);
-        const key = `${u.hostname}:${u.port}`;
+        const key = clusterKey(url);
         const cluster = clusters.get(key) ?? { url, members: [] };
         cluster.members.push(ref);
         clusters.set(key, cluster);

@@ -200,7 +200,9 @@ describe('idle capture: WAL held by an idle slot', () => {
     url.password = '';
     const watcher = new pg.Client({ connectionString: url.toString() });
     await watcher.connect();
-    const other = new pg.Client({ connectionString: db });
+    // it names itself as the service's statistics readers do: the readers are known by pid and
+    // start time, never by a name any session can set
+    const other = new pg.Client({ connectionString: db, application_name: 'integrations:wake' });
     try {
       await eventually(async () => (await readersIn()) === 0, 30_000, "the service's statistics readers to close");
       // the counters as they are, read on the watcher's own connection (a connection of the
@@ -217,7 +219,7 @@ describe('idle capture: WAL held by an idle slot', () => {
       await sql(db, `grant pg_read_all_stats to ${role}`);
       // nothing else connected (once the test's own connections have gone), the counters as they are: proof
       await eventually(proof, 60_000, 'proof with nothing else connected');
-      // another session with a transaction open
+      // another session with a transaction open (named like a reader of the service)
       await other.connect();
       await other.query('begin; select 1');
       expect(await now()).toBe(`backend(s) ${(other as unknown as { processID: number }).processID} connected and not waiting for a command for ${QUIET_AFTER_MS / 1000}s`);
