@@ -185,11 +185,24 @@ async function main() {
       const due = `select count(*)::int as n from pg_replication_slots
                     where slot_type = 'logical' and not active and wal_status <> 'lost' and starts_with(slot_name, $2)
                       and pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) > pg_size_bytes($1)`;
-      const args = [env.CAPTURE_IDLE_MAX_WAL ?? '512MB', slotName('', service!.topicPrefix)];
+      // (64MB: the service's default, src/config.ts)
+      const args = [env.CAPTURE_IDLE_MAX_WAL ?? '64MB', slotName('', service!.topicPrefix)];
       const first = (await db.query(due, args)).rows[0].n as number;
       const t1 = Date.now();
       for (let n = first; n > 0 && Date.now() - t1 < 300_000; n = (await db.query(due, args)).rows[0].n) await new Promise((r) => setTimeout(r, 1000));
-      const caughtUp = first > 0 ? `; ${first} idle slot(s) over CAPTURE_IDLE_MAX_WAL advanced in ${((Date.now() - t1) / 1000).toFixed(1)} s` : '';
+      // what the stopped slots hold now: a wake decodes it twice before its message (src/config.ts)
+      const held = (
+        await db.query(
+          `select count(*)::int as n, coalesce(avg(h), 0)::float8 as avg, coalesce(max(h), 0)::float8 as max from (
+             select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) as h from pg_replication_slots
+              where slot_type = 'logical' and not active and wal_status <> 'lost' and starts_with(slot_name, $1)) s`,
+          [args[1]],
+        )
+      ).rows[0];
+      const mb = (b: number) => (b / 1048576).toFixed(0);
+      const caughtUp =
+        (first > 0 ? `; ${first} idle slot(s) over CAPTURE_IDLE_MAX_WAL advanced in ${((Date.now() - t1) / 1000).toFixed(1)} s` : '') +
+        `; ${held.n} stopped slot(s) hold avg ${mb(held.avg)} MB, max ${mb(held.max)} MB`;
       log(`settled before ${next} in ${((Date.now() - t0) / 1000).toFixed(1)} s (vacuum, checkpoint${caughtUp})`);
     } catch (err) {
       log(`settling before ${next} failed (${(err as Error).message}); measuring anyway`);

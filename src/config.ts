@@ -177,11 +177,14 @@ const schema = z.object({
    */
   CAPTURE_REFRESH_RUN: duration.prefault('30s'),
   /**
-   * A stopped connector is also resumed as soon as its slot retains more WAL than this (bytes;
-   * suffixes kB, MB, GB), or is this close to max_slot_wal_keep_size: another database's writes on
-   * the same cluster (a bulk load, a backfill) must not get an idle project's slot invalidated.
+   * A stopped connector's slot is advanced (idle capture, step 6) as soon as it retains more WAL
+   * than this (bytes; suffixes kB, MB, GB), or is this close to max_slot_wal_keep_size: another
+   * database's writes on the same cluster (a bulk load, a backfill) must not get an idle project's
+   * slot invalidated. It also bounds the wake: a resumed task decodes what its slot holds twice
+   * before the first new message (Debezium's search for its resume position, then the stream), about
+   * 1.8 ms per MB each on the development machine, so 512 MB cost a wake over a second more.
    */
-  CAPTURE_IDLE_MAX_WAL: bytes.prefault('512MB'),
+  CAPTURE_IDLE_MAX_WAL: bytes.prefault('64MB'),
   /**
    * A running connector whose project sent at most CAPTURE_SLOW_AT messages in the last
    * CAPTURE_SPEED_WINDOW (and that has run that long) reads its replication stream this often
