@@ -6,6 +6,8 @@ import { aad, type SecretBox } from '../lib/secret-box.js';
 
 export class ProjectDatabases {
   readonly #pools = new Map<string, Pool>();
+  /** the last connection string opened per project, with what it was opened from */
+  readonly #opened = new Map<string, { sealed: Buffer; url: string }>();
   constructor(
     private readonly control: Pool,
     private readonly box: SecretBox,
@@ -15,7 +17,20 @@ export class ProjectDatabases {
   async url(ref: string): Promise<string> {
     const r = await this.control.query('select database_url_enc from projects where ref = $1', [ref]);
     if (r.rowCount === 0) throw new Error(`unknown project ${ref}`);
-    return this.box.open(r.rows[0].database_url_enc, aad.databaseUrl(ref));
+    return this.open(ref, r.rows[0].database_url_enc);
+  }
+
+  /**
+   * The connection string sealed in a projects row read by the caller. Opening it is kept per
+   * project until the sealed value changes (a new URL, a re-seal under another master key): the
+   * idle projects' wake check reads every idle project's URL four times a second.
+   */
+  open(ref: string, sealed: Buffer): string {
+    const last = this.#opened.get(ref);
+    if (last && last.sealed.equals(sealed)) return last.url;
+    const url = this.box.open(sealed, aad.databaseUrl(ref));
+    this.#opened.set(ref, { sealed, url });
+    return url;
   }
 
   async pool(ref: string): Promise<Pool> {
@@ -28,6 +43,7 @@ export class ProjectDatabases {
   }
 
   async forget(ref: string): Promise<void> {
+    this.#opened.delete(ref);
     const p = this.#pools.get(ref);
     this.#pools.delete(ref);
     await p?.end().catch(() => {});
@@ -36,6 +52,7 @@ export class ProjectDatabases {
   async closeAll(): Promise<void> {
     const pools = [...this.#pools.values()];
     this.#pools.clear();
+    this.#opened.clear();
     await Promise.all(pools.map((p) => p.end().catch(() => {})));
   }
 }

@@ -236,6 +236,8 @@ export interface IdleProject {
   connector: string;
   wake_writes: number;
   stopped_at: Date;
+  /** projects.database_url_enc, read in the same query (ProjectDatabases.open) */
+  database_url_enc: Buffer;
 }
 
 /** An idle project to resume (a write, its periodic refresh) or whose slot to advance ('wal'). */
@@ -261,7 +263,7 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[], readers: Sta
       out.push({ ref: p.ref, connector: p.connector, why: 'refresh' });
       continue;
     }
-    const url = await ctx.projectDbs.url(p.ref);
+    const url = ctx.projectDbs.open(p.ref, p.database_url_enc);
     const key = clusterKey(url);
     const cluster = clusters.get(key) ?? { key, url, members: [] };
     cluster.members.push({ p, db: databaseName(url) });
@@ -418,7 +420,12 @@ export class IdleSlotAdvancer {
  * slot holds a message step 6 found), and offers those whose slot holds too much WAL to `advancer`.
  */
 export async function wakeIdleProjects(ctx: Ctx, log: Pick<Ctx['log'], 'info' | 'warn'>, advancer: IdleSlotAdvancer): Promise<void> {
-  const idle = (await ctx.db.query<IdleProject>(`select project_ref as ref, connector, wake_writes, stopped_at from connector_supervision where state = 'idle'`)).rows;
+  const idle = (
+    await ctx.db.query<IdleProject>(
+      `select s.project_ref as ref, s.connector, s.wake_writes, s.stopped_at, p.database_url_enc
+         from connector_supervision s join projects p on p.ref = s.project_ref where s.state = 'idle'`,
+    )
+  ).rows;
   const handedBack = advancer.takeResumes().filter((w) => idle.some((p) => p.ref === w.ref));
   if (idle.length === 0) return;
   const wakes = await projectsToWake(ctx, idle, advancer.readers);
