@@ -38,12 +38,13 @@ export async function sparsePhase(ctx: PhaseCtx, o: SparseOptions): Promise<Phas
     }),
   );
   let seq = o.firstSeq;
-  const committed = new Map<number, { at: number; measured: boolean; first: boolean }>();
+  const committed = new Map<number, { at: number; measured: boolean; first: boolean; db: string }>();
   let measuring = false;
   let stop = false;
   let failedSends = 0;
   // each project: one message a minute, at a random moment of each minute
-  const loops = clients.map(async (c) => {
+  const loops = clients.map(async (c, i) => {
+    const db = decodeURIComponent(new URL(o.databaseUrls[i]).pathname.slice(1));
     const start = Date.now();
     for (let minute = 0, first = true; !stop; minute++) {
       const due = start + minute * 60_000 + Math.random() * 60_000;
@@ -52,7 +53,7 @@ export async function sparsePhase(ctx: PhaseCtx, o: SparseOptions): Promise<Phas
       const s = seq++;
       try {
         await c.query(`select base.http_request('POST', $1, '{}'::jsonb, jsonb_build_object('record', jsonb_build_object('seq', $2::bigint)))`, [o.url, s]);
-        committed.set(s, { at: now(), measured: measuring, first });
+        committed.set(s, { at: now(), measured: measuring, first, db });
         first = false;
       } catch {
         failedSends++;
@@ -93,6 +94,10 @@ export async function sparsePhase(ctx: PhaseCtx, o: SparseOptions): Promise<Phas
         latency_ms: latencies.length
           ? { p50: round(percentile(latencies, 50)), p95: round(percentile(latencies, 95)), p99: round(percentile(latencies, 99)), max: round(latencies[latencies.length - 1]) }
           : null,
+        // each wake, to lay beside the service's and Connect's logs: database, commit and receipt (epoch ms)
+        wakes: [...committed.entries()]
+          .filter(([, v]) => v.first)
+          .map(([s, v]) => ({ db: v.db, committed_at: Math.round(v.at), received_at: ctx.receipts.at.has(s) ? Math.round(ctx.receipts.at.get(s)!) : null })),
         wake_latency_ms: firsts.length
           ? { n: firsts.length, p50: round(percentile(firsts, 50)), p95: round(percentile(firsts, 95)), p99: round(percentile(firsts, 99)), max: round(firsts[firsts.length - 1]) }
           : null,

@@ -230,7 +230,9 @@ function writeLog4j(cfg: Config) {
       'log4j.rootLogger=INFO, stdout',
       'log4j.appender.stdout=org.apache.log4j.ConsoleAppender',
       'log4j.appender.stdout.layout=org.apache.log4j.PatternLayout',
-      'log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n',
+      // %X{connector.context}: which connector or task a line is about ("[outbox.t….p…|task-0] "),
+      // as in Kafka's own connect-log4j.properties; Debezium's lines do not say it themselves
+      'log4j.appender.stdout.layout.ConversionPattern=[%d] %p %X{connector.context}%m (%c)%n',
       'log4j.logger.org.apache.kafka=WARN',
       'log4j.logger.kafka=WARN',
       'log4j.logger.org.apache.kafka.connect.runtime.rest=WARN',

@@ -160,9 +160,31 @@ describe('dashboard: webhooks, secrets, deliveries, SMTP and audit', () => {
       return r.body.deliveries?.length === 2 && r.body.deliveries;
     }, 90_000, 'both deliveries to end dead');
 
+    // The list's first read (no filter) is held back until the filtered read has answered, so its
+    // answer arrives last: it must not put the two dead rows back under "Delivered" (usePager shows
+    // only the latest read's answer; CI once saw the race happen on its own)
+    let releaseFirst!: () => void;
+    const firstHeld = new Promise<void>((r) => (releaseFirst = r));
+    const listPath = `/v1/projects/${owner.ref}/outbox/deliveries`;
+    let unfiltered = 0;
+    await page.route((u) => u.pathname === listPath, async (route) => {
+      const first = !new URL(route.request().url()).searchParams.has('status') && unfiltered++ === 0;
+      if (first) await firstHeld;
+      await route.continue();
+    });
+    const firstAnswered = page.waitForResponse((r) => {
+      const u = new URL(r.url());
+      return u.pathname === listPath && !u.searchParams.has('status');
+    });
     await d.open(`/p/${owner.ref}/deliveries`);
     await page.getByLabel('Status').selectOption('delivered');
     await page.getByText('No deliveries match these filters').waitFor();
+    releaseFirst();
+    await firstAnswered;
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 200))));
+    expect(await page.getByText('No deliveries match these filters').count()).toBe(1);
+    expect(await page.getByRole('link', { name: new RegExp(`Delivery ${dead[0].id}`) }).count()).toBe(0);
+    await page.unroute((u) => u.pathname === listPath);
     await page.getByLabel('Status').selectOption('dead');
     await page.getByLabel('Kind').selectOption('webhook');
     const row = page.getByRole('link', { name: new RegExp(`Delivery ${dead[0].id}`) });
