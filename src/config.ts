@@ -180,9 +180,10 @@ const schema = z.object({
    * A stopped connector's slot is advanced (idle capture, step 6) as soon as it retains more WAL
    * than this (bytes; suffixes kB, MB, GB), or is this close to max_slot_wal_keep_size: another
    * database's writes on the same cluster (a bulk load, a backfill) must not get an idle project's
-   * slot invalidated. It also bounds the wake: a resumed task decodes what its slot holds twice
-   * before the first new message (Debezium's search for its resume position, then the stream), about
-   * 1.8 ms per MB each on the development machine, so 512 MB cost a wake over a second more.
+   * slot invalidated. It also bounds the wake: a resumed task decodes what its slot holds before the
+   * first new message, twice when it has an offset stored (Debezium's search for its resume position,
+   * then the stream), about 1.8 ms per MB each on the development machine: 512 MB cost a wake up to
+   * two seconds more.
    */
   CAPTURE_IDLE_MAX_WAL: bytes.prefault('64MB'),
   /**

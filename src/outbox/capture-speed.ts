@@ -18,8 +18,10 @@
 // lost or sent twice beyond the usual at-least-once. At most a few switches per supervisor check
 // (a hundred restarts at once on two cores held capture up for tens of seconds in the bench). A
 // connector about to be stopped as idle is made slow first, so it resumes slow: a project that
-// wakes now and then never restarts for its speed, and the message that wakes it is read at once
-// (the streaming source sleeps only when nothing is pending). The refresh at start (enable.ts)
+// wakes now and then never restarts for its speed. The price: the message that wakes it waits one
+// slow poll (run D, docs/benchmark.md "Sixth round": 531 ms of an 887 ms wake). The streaming source
+// sleeps poll.interval.ms after five empty reads, and its first reads are empty while PostgreSQL
+// decodes from the slot's restart_lsn. The refresh at start (enable.ts)
 // leaves poll.interval.ms as the supervisor set it.
 import type { AppContext } from '../context.js';
 

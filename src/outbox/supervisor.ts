@@ -269,7 +269,7 @@ export class ConnectorSupervisor {
       const idleFor = row.last_activity ? now - row.last_activity.getTime() : 0;
       if (ctx.cfg.CAPTURE_IDLE_AFTER > 0 && restarts === 0 && idleFor >= ctx.cfg.CAPTURE_IDLE_AFTER) {
         // stopped slow, it resumes slow: a project that wakes now and then never restarts its task
-        // for its speed (capture-speed.ts); the message that wakes it is read at the task's start
+        // for its speed (capture-speed.ts); the message that wakes it waits one slow poll
         if (speed === 'fast' && ctx.cfg.CAPTURE_SLOW_POLL > 0 && (await applySpeed(ctx, row.connector, 'slow', templatePollInterval()))) {
           [speed, speedSince] = ['slow', new Date(now)];
           await ctx.connect.waitRunning(row.connector, 30_000).catch(() => undefined);
