@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { repoRoot } from '../src/config.js';
+import { loadConfig, repoRoot } from '../src/config.js';
 import { slotName } from '../src/outbox/index.js';
 import { BenchService, resolveStack } from './environment.js';
 import { LoadGenerator, TABLES, tableDdl } from './load.js';
@@ -182,23 +182,23 @@ async function main() {
       // measures the steady state; what step 6 costs per message written is measured on its own
       // (docs/benchmark.md, "Fifth round").
       // (the bench service's slots only: another slot of the cluster is not the supervisor's to advance)
-      const due = `select count(*)::int as n from pg_replication_slots
-                    where slot_type = 'logical' and not active and wal_status <> 'lost' and starts_with(slot_name, $2)
-                      and pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) > pg_size_bytes($1)`;
-      // (64MB: the service's default, src/config.ts)
-      const args = [env.CAPTURE_IDLE_MAX_WAL ?? '64MB', slotName('', service!.topicPrefix)];
-      const first = (await db.query(due, args)).rows[0].n as number;
+      // The stopped slots: how many hold more than the service's CAPTURE_IDLE_MAX_WAL (its own
+      // parse of the environment it runs with), and what they hold (a wake decodes that before its
+      // message, twice when the connector has an offset stored: src/config.ts)
+      const args = [loadConfig({ ...env, ...serviceEnv }).CAPTURE_IDLE_MAX_WAL, slotName('', service!.topicPrefix)];
+      const stopped = async () =>
+        (
+          await db.query(
+            `select count(*) filter (where h > $1)::int as due, count(*)::int as n, coalesce(avg(h), 0)::float8 as avg, coalesce(max(h), 0)::float8 as max from (
+               select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as h from pg_replication_slots
+                where slot_type = 'logical' and not active and wal_status <> 'lost' and starts_with(slot_name, $2)) s`,
+            args,
+          )
+        ).rows[0] as { due: number; n: number; avg: number; max: number };
+      const first = (await stopped()).due;
       const t1 = Date.now();
-      for (let n = first; n > 0 && Date.now() - t1 < 300_000; n = (await db.query(due, args)).rows[0].n) await new Promise((r) => setTimeout(r, 1000));
-      // what the stopped slots hold now: a wake decodes it twice before its message (src/config.ts)
-      const held = (
-        await db.query(
-          `select count(*)::int as n, coalesce(avg(h), 0)::float8 as avg, coalesce(max(h), 0)::float8 as max from (
-             select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) as h from pg_replication_slots
-              where slot_type = 'logical' and not active and wal_status <> 'lost' and starts_with(slot_name, $1)) s`,
-          [args[1]],
-        )
-      ).rows[0];
+      for (let n = first; n > 0 && Date.now() - t1 < 300_000; n = (await stopped()).due) await new Promise((r) => setTimeout(r, 1000));
+      const held = await stopped();
       const mb = (b: number) => (b / 1048576).toFixed(0);
       const caughtUp =
         (first > 0 ? `; ${first} idle slot(s) over CAPTURE_IDLE_MAX_WAL advanced in ${((Date.now() - t1) / 1000).toFixed(1)} s` : '') +

@@ -52,7 +52,7 @@ import pg from 'pg';
 import type { AppContext } from '../context.js';
 import { publicationName, slotName } from './connector.js';
 import { idleSlotAdvances } from '../lib/metrics.js';
-import { clusterKey, StatsReaders, WRITES, whyNotQuiet, type OwnBackend } from './quiet-database.js';
+import { byCluster, StatsReaders, WRITES, whyNotQuiet, type OwnBackend } from './quiet-database.js';
 
 type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'projectDbs' | 'log'>;
 
@@ -257,20 +257,14 @@ export interface Wake {
 export async function projectsToWake(ctx: Ctx, idle: IdleProject[], readers: StatsReaders): Promise<Wake[]> {
   const now = Date.now();
   const out: Wake[] = [];
-  const clusters = new Map<string, { key: string; url: string; members: { p: IdleProject; db: string }[] }>();
+  const checked: { item: IdleProject; url: string }[] = [];
   for (const p of idle) {
-    if (now - p.stopped_at.getTime() >= ctx.cfg.CAPTURE_IDLE_REFRESH) {
-      out.push({ ref: p.ref, connector: p.connector, why: 'refresh' });
-      continue;
-    }
-    const url = ctx.projectDbs.open(p.ref, p.database_url_enc);
-    const key = clusterKey(url);
-    const cluster = clusters.get(key) ?? { key, url, members: [] };
-    cluster.members.push({ p, db: databaseName(url) });
-    clusters.set(key, cluster);
+    if (now - p.stopped_at.getTime() >= ctx.cfg.CAPTURE_IDLE_REFRESH) out.push({ ref: p.ref, connector: p.connector, why: 'refresh' });
+    else checked.push({ item: p, url: ctx.projectDbs.open(p.ref, p.database_url_enc) });
   }
   await Promise.all(
-    [...clusters.values()].map(async ({ key, url, members }) => {
+    [...byCluster(checked)].map(async ([key, { url, members: inCluster }]) => {
+      const members = inCluster.map((m) => ({ p: m.item, db: databaseName(m.url) }));
       try {
         // a connection kept open (a new one every check would cost the cluster a backend start each
         // time) that only ever reads, so step 6 knows it never enqueues (quiet-database.ts)

@@ -49,9 +49,24 @@ export interface OwnBackend {
 export const WRITES = 'tup_inserted + tup_updated + tup_deleted';
 
 /** The database cluster a connection string points at: statistics and slots are per cluster, so one reader serves it. */
-export function clusterKey(url: string): string {
+function clusterKey(url: string): string {
   const u = new URL(url);
   return `${u.hostname}:${u.port}`;
+}
+
+/**
+ * Projects grouped by their database's cluster (clusterKey), each with its connection string, and
+ * one of those strings per cluster to read the cluster's statistics through.
+ */
+export function byCluster<T>(items: Iterable<{ item: T; url: string }>): Map<string, { url: string; members: { item: T; url: string }[] }> {
+  const clusters = new Map<string, { url: string; members: { item: T; url: string }[] }>();
+  for (const m of items) {
+    const key = clusterKey(m.url);
+    const cluster = clusters.get(key) ?? { url: m.url, members: [] };
+    cluster.members.push(m);
+    clusters.set(key, cluster);
+  }
+  return clusters;
 }
 
 /**

@@ -29,7 +29,7 @@ import type { ConnectorStatus } from '../kafka/index.js';
 import { slotName, templatePollInterval } from './connector.js';
 import { refreshProjectOutbox } from './service.js';
 import { IdleSlotAdvancer, setCaptureIdle, stopIdleConnector, wakeIdleProjects } from './idle-capture.js';
-import { clusterKey } from './quiet-database.js';
+import { byCluster } from './quiet-database.js';
 import { applySpeed, wantedSpeed, type CaptureSpeed } from './capture-speed.js';
 import { hostname } from 'node:os';
 
@@ -65,6 +65,8 @@ interface Row {
   speed_since: Date | null;
   /** messages of the project in the last CAPTURE_SPEED_WINDOW */
   recent_messages: number;
+  /** projects.database_url_enc (ProjectDatabases.open), for the slot read */
+  database_url_enc: Buffer;
 }
 
 interface SlotInfo {
@@ -185,7 +187,8 @@ export class ConnectorSupervisor {
                 greatest(p.outbox_enabled_at, s.resumed_at,
                          (select d.created_at from deliveries d where d.project_ref = p.ref order by d.created_at desc limit 1)) as last_activity,
                 coalesce(s.capture_speed, 'fast') as capture_speed, s.speed_since,
-                (select count(*)::int from deliveries d where d.project_ref = p.ref and d.created_at > now() - make_interval(secs => $1)) as recent_messages
+                (select count(*)::int from deliveries d where d.project_ref = p.ref and d.created_at > now() - make_interval(secs => $1)) as recent_messages,
+                p.database_url_enc
            from projects p left join connector_supervision s on s.project_ref = p.ref
           where p.outbox_enabled_at is not null and p.connector_name is not null`,
         [ctx.cfg.CAPTURE_SPEED_WINDOW / 1000],
@@ -205,7 +208,7 @@ export class ConnectorSupervisor {
     const counts: Record<SupervisedState, number> = { running: 0, restarting: 0, failing: 0, waiting_for_database: 0, missing: 0, idle: 0 };
     const quiet = (r: Row) => r.state === 'idle' && statuses.get(r.connector)?.connector === 'STOPPED';
     const readSlots = this.#checks++ % SLOT_EVERY === 0 || rows.some((r) => !quiet(r) && (!statuses.has(r.connector) || !running(statuses.get(r.connector)!)));
-    const slots = readSlots ? await this.#slots(rows.map((r) => r.ref)) : null;
+    const slots = readSlots ? await this.#slots(rows) : null;
     const lags: number[] = [];
     this.#speedSwitches = SPEED_SWITCHES_PER_CHECK;
     for (const row of rows) {
@@ -411,23 +414,20 @@ export class ConnectorSupervisor {
   }
 
   /** Slot figures per project, one query per database cluster (pg_replication_slots is cluster-wide). */
-  async #slots(refs: string[]): Promise<Map<string, SlotInfo | Error | null>> {
+  async #slots(rows: Pick<Row, 'ref' | 'database_url_enc'>[]): Promise<Map<string, SlotInfo | Error | null>> {
     const out = new Map<string, SlotInfo | Error | null>();
-    const clusters = new Map<string, { url: string; members: string[] }>();
-    for (const ref of refs) {
+    const opened: { item: string; url: string }[] = [];
+    for (const { ref, database_url_enc } of rows) {
       try {
-        const url = await this.#ctx.projectDbs.url(ref);
-        const key = clusterKey(url);
-        const cluster = clusters.get(key) ?? { url, members: [] };
-        cluster.members.push(ref);
-        clusters.set(key, cluster);
+        opened.push({ item: ref, url: this.#ctx.projectDbs.open(ref, database_url_enc) });
       } catch (err) {
         out.set(ref, err as Error);
       }
     }
     const prefix = this.#ctx.cfg.TOPIC_PREFIX;
     await Promise.all(
-      [...clusters.entries()].map(async ([key, { url, members }]) => {
+      [...byCluster(opened)].map(async ([key, { url, members: inCluster }]) => {
+        const members = inCluster.map((m) => m.item);
         try {
           // the wake check's reading connection: it only reads, so an idle slot's database it sits
           // in can still be shown quiet (quiet-database.ts)
