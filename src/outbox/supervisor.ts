@@ -17,8 +17,9 @@
 //   seen running for a minute starts from zero again.
 // - A connector missing from Connect (deleted, or Connect lost its config topic) is registered
 //   again from its replication slot (refreshOutbox), which kept every change meanwhile.
-// - Each project's replication slot is read along the way (one query per database cluster): WAL
-//   retained and not yet confirmed, wal_status, and how long changes have waited with no consumer.
+// - Each project's replication slot is read along the way (one query per database cluster,
+//   slot-figures.ts): WAL retained and not yet confirmed, wal_status, and how long changes have
+//   waited with no consumer.
 //
 // What it knows is written to connector_supervision (migration 090), where /health and the
 // dashboard read it from any process.
@@ -26,10 +27,10 @@ import pg from 'pg';
 import type { AppContext } from '../context.js';
 import { connectorRestarts, connectorStates, slotCaptureLagSecondsMax, slotRetainedBytesMax } from '../lib/metrics.js';
 import type { ConnectorStatus } from '../kafka/index.js';
-import { slotName, templatePollInterval } from './connector.js';
+import { templatePollInterval } from './connector.js';
 import { refreshProjectOutbox } from './service.js';
 import { IdleSlotAdvancer, setCaptureIdle, stopIdleConnector, wakeIdleProjects } from './idle-capture.js';
-import { byCluster } from './quiet-database.js';
+import { readSlotFigures, type SlotInfo } from './slot-figures.js';
 import { applySpeed, wantedSpeed, type CaptureSpeed } from './capture-speed.js';
 import { hostname } from 'node:os';
 
@@ -69,14 +70,6 @@ interface Row {
   database_url_enc: Buffer;
 }
 
-interface SlotInfo {
-  retained: number | null;
-  pending: number | null;
-  walStatus: string | null;
-  safeWal: number | null;
-  active: boolean;
-  writeLagSeconds: number | null;
-}
 
 /** Backoff before the restart that follows `restarts` restarts in a row. */
 export function restartBackoffMs(restarts: number, maxMs: number): number {
@@ -133,6 +126,10 @@ export class ConnectorSupervisor {
       await wakeIdleProjects(this.#ctx, this.#log, this.#advancer);
     } catch (err) {
       this.#log.warn({ err }, 'waking idle connectors failed; the next check tries again');
+    } finally {
+      // the lock was lost while this wake ran (a check found its session gone, and cleared the
+      // advancer): what this wake opened or queued meanwhile goes too
+      if (!this.#lock) await this.#advancer.clear();
     }
   }
 
@@ -142,6 +139,7 @@ export class ConnectorSupervisor {
     this.#lock = null;
     if (!c) return;
     await c.query('select pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {});
+    c.off('error', ignore);
     c.release();
   }
 
@@ -161,11 +159,14 @@ export class ConnectorSupervisor {
       }
     }
     const c = await this.#ctx.db.connect();
-    // a connection that breaks while held must not take the process down; the next check notices
-    c.on('error', () => {});
+    // a connection that breaks while held must not take the process down; the next check notices.
+    // Taken off when the connection goes back to the pool: a process that does not lead tries
+    // every check, and the pool hands it the same connections (one listener more each time)
+    c.on('error', ignore);
     try {
       const ok = (await c.query('select pg_try_advisory_lock($1) as ok', [LOCK_KEY])).rows[0].ok as boolean;
       if (!ok) {
+        c.off('error', ignore);
         c.release();
         return false;
       }
@@ -208,7 +209,7 @@ export class ConnectorSupervisor {
     const counts: Record<SupervisedState, number> = { running: 0, restarting: 0, failing: 0, waiting_for_database: 0, missing: 0, idle: 0 };
     const quiet = (r: Row) => r.state === 'idle' && statuses.get(r.connector)?.connector === 'STOPPED';
     const readSlots = this.#checks++ % SLOT_EVERY === 0 || rows.some((r) => !quiet(r) && (!statuses.has(r.connector) || !running(statuses.get(r.connector)!)));
-    const slots = readSlots ? await this.#slots(rows) : null;
+    const slots = readSlots ? await readSlotFigures(ctx, this.#advancer.readers, rows) : null;
     const lags: number[] = [];
     this.#speedSwitches = SPEED_SWITCHES_PER_CHECK;
     for (const row of rows) {
@@ -267,10 +268,15 @@ export class ConnectorSupervisor {
       }
     } else if (running(status)) {
       if (state !== 'running' && state !== 'idle') log.info({ restarts }, 'connector running again');
+      // recorded idle, yet running: a wake resumed it after this check read its row (wakes run
+      // beside checks), or a wake died between resuming it and recording that. Either way it was
+      // resumed just now; its activity read with the row is stale, so it is not judged idle again
+      const woken = state === 'idle';
       state = 'running';
       stoppedAt = null;
+      if (woken) resumedAt = new Date(now);
       const idleFor = row.last_activity ? now - row.last_activity.getTime() : 0;
-      if (ctx.cfg.CAPTURE_IDLE_AFTER > 0 && restarts === 0 && idleFor >= ctx.cfg.CAPTURE_IDLE_AFTER) {
+      if (!woken && ctx.cfg.CAPTURE_IDLE_AFTER > 0 && restarts === 0 && idleFor >= ctx.cfg.CAPTURE_IDLE_AFTER) {
         // stopped slow, it resumes slow: a project that wakes now and then never restarts its task
         // for its speed (capture-speed.ts); the message that wakes it waits one slow poll
         if (speed === 'fast' && ctx.cfg.CAPTURE_SLOW_POLL > 0 && (await applySpeed(ctx, row.connector, 'slow', templatePollInterval()))) {
@@ -288,7 +294,7 @@ export class ConnectorSupervisor {
           log.info({ reason: r.reason }, 'connector kept running');
         }
       }
-      if (state === 'running') [speed, speedSince] = await this.#speed(row, now, log);
+      if (state === 'running' && !woken) [speed, speedSince] = await this.#speed(row, now, log);
       // the backoff counts restarts in a row: it starts from zero once a restart has held a while
       if (restarts > 0 && (!lastRestart || now - lastRestart.getTime() >= STABLE_MS)) {
         restarts = 0;
@@ -357,7 +363,11 @@ export class ConnectorSupervisor {
       row.last_failure !== failure || t(row.stopped_at) !== t(stoppedAt) || (row.wake_writes === null ? null : Number(row.wake_writes)) !== (wakeWrites === null ? null : Number(wakeWrites)) || t(row.resumed_at) !== t(resumedAt) ||
       row.capture_speed !== speed || t(row.speed_since) !== t(speedSince);
     if (!changed && keepSlot) return { state, lag };
-    await ctx.db.query(
+    // Written only if the row is still in the state this check read: a wake running beside the
+    // check may have resumed the project meanwhile (idle -> running, its only change), and the
+    // stale row must not record it idle again (the next wake would resume it once more, the next
+    // check stop it). What this check decided from the stale row is then left to the next one.
+    const written = await ctx.db.query(
       `insert into connector_supervision as s (project_ref, connector, state, restarts, total_restarts, last_restart_at, next_restart_at, last_failure,
                                               slot_retained_bytes, slot_pending_bytes, slot_wal_status, slot_safe_wal_bytes, capture_lag_seconds, slot_waiting_since,
                                               stopped_at, wake_writes, resumed_at, capture_speed, speed_since, checked_at)
@@ -369,9 +379,14 @@ export class ConnectorSupervisor {
          slot_wal_status = case when $15 then s.slot_wal_status else $11 end,
          slot_safe_wal_bytes = case when $15 then s.slot_safe_wal_bytes else $12 end,
          capture_lag_seconds = case when $15 then s.capture_lag_seconds else $13 end,
-         slot_waiting_since = case when $15 then s.slot_waiting_since else $14 end`,
-      [row.ref, row.connector, state, restarts, total, lastRestart, next, failure, ...slotCols, keepSlot, stoppedAt, wakeWrites, resumedAt, speed, speedSince],
+         slot_waiting_since = case when $15 then s.slot_waiting_since else $14 end
+       where s.state is not distinct from $21`,
+      [row.ref, row.connector, state, restarts, total, lastRestart, next, failure, ...slotCols, keepSlot, stoppedAt, wakeWrites, resumedAt, speed, speedSince, row.state],
     );
+    if (written.rowCount === 0) {
+      log.debug({ read: row.state }, 'the row changed during the check (a wake resumed the project); the next check looks again');
+      return { state: 'running', lag };
+    }
     return { state, lag };
   }
 
@@ -412,83 +427,43 @@ export class ConnectorSupervisor {
       return undefined;
     }
   }
-
-  /** Slot figures per project, one query per database cluster (pg_replication_slots is cluster-wide). */
-  async #slots(rows: Pick<Row, 'ref' | 'database_url_enc'>[]): Promise<Map<string, SlotInfo | Error | null>> {
-    const out = new Map<string, SlotInfo | Error | null>();
-    const opened: { item: string; url: string }[] = [];
-    for (const { ref, database_url_enc } of rows) {
-      try {
-        opened.push({ item: ref, url: this.#ctx.projectDbs.open(ref, database_url_enc) });
-      } catch (err) {
-        out.set(ref, err as Error);
-      }
-    }
-    const prefix = this.#ctx.cfg.TOPIC_PREFIX;
-    await Promise.all(
-      [...byCluster(opened)].map(async ([key, { url, members: inCluster }]) => {
-        const members = inCluster.map((m) => m.item);
-        try {
-          // the wake check's reading connection: it only reads, so an idle slot's database it sits
-          // in can still be shown quiet (quiet-database.ts)
-          const names = members.map((ref) => slotName(ref, prefix));
-          const r = await this.#advancer.readers.query(
-            key,
-            url,
-            `select s.slot_name, s.active, s.wal_status, s.safe_wal_size::float8 as safe,
-                    pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn)::float8 as retained,
-                    pg_wal_lsn_diff(pg_current_wal_lsn(), s.confirmed_flush_lsn)::float8 as pending,
-                    extract(epoch from r.write_lag)::float8 as write_lag
-               from pg_replication_slots s left join pg_stat_replication r on r.pid = s.active_pid
-              where s.slot_name = any($1)`,
-            [names],
-          );
-          const byName = new Map(r.rows.map((x) => [x.slot_name as string, x]));
-          members.forEach((ref, i) => {
-            const x = byName.get(names[i]);
-            out.set(ref, x ? { retained: x.retained, pending: x.pending, walStatus: x.wal_status, safeWal: x.safe, active: x.active, writeLagSeconds: x.write_lag } : null);
-          });
-        } catch (err) {
-          for (const ref of members) out.set(ref, err as Error);
-        }
-      }),
-    );
-    return out;
-  }
 }
+
+function ignore(): void {}
 
 function redact(text: string, password: string | undefined): string {
   return password ? text.split(password).join('[redacted]') : text;
 }
 
-/** Runs the supervisor every CONNECTOR_SUPERVISE_INTERVAL until stopped (dispatcher role). */
+/**
+ * Runs the supervisor every CONNECTOR_SUPERVISE_INTERVAL, and the wake check every
+ * CAPTURE_WAKE_INTERVAL, until stopped (dispatcher role). Each runs one at a time, but the two run
+ * beside each other: a check (a hundred connectors, Connect's statuses, the slots) takes long
+ * enough on a loaded machine that a wake waiting behind it was the tail of the wake's latency (run
+ * D, docs/benchmark.md: commit -> resume p99 752 ms against p50 187). They share the lock and the
+ * statistics readers; a check that read a row before a wake changed it does not write it back
+ * (#one), and one that finds a connector resumed under an idle row counts it as just resumed.
+ */
 export function startConnectorSupervisor(ctx: Ctx): { name: string; supervisor: ConnectorSupervisor; stop(): Promise<void> } {
   const supervisor = new ConnectorSupervisor(ctx);
-  let current: Promise<void> | null = null;
-  const tick = () => {
-    if (current) return;
-    current = supervisor.check().finally(() => {
-      current = null;
-    });
+  const every = (ms: number, run: () => Promise<void>) => {
+    let current: Promise<void> | null = null;
+    const tick = () => {
+      current ??= run().finally(() => (current = null));
+    };
+    const timer = setInterval(tick, ms);
+    timer.unref();
+    return { tick, stop: () => (clearInterval(timer), current) };
   };
-  const timer = setInterval(tick, ctx.cfg.CONNECTOR_SUPERVISE_INTERVAL);
-  timer.unref();
-  // waking is cheap (one query per cluster) and frequent; it waits for a running check to finish
-  const wakeTimer = setInterval(() => {
-    if (current) return;
-    current = supervisor.wake().finally(() => {
-      current = null;
-    });
-  }, ctx.cfg.CAPTURE_WAKE_INTERVAL);
-  wakeTimer.unref();
-  tick();
+  const checks = every(ctx.cfg.CONNECTOR_SUPERVISE_INTERVAL, () => supervisor.check());
+  // waking is cheap (one query per cluster) and frequent
+  const wakes = every(ctx.cfg.CAPTURE_WAKE_INTERVAL, () => supervisor.wake());
+  checks.tick();
   return {
     name: 'supervisor',
     supervisor,
     async stop() {
-      clearInterval(timer);
-      clearInterval(wakeTimer);
-      await current;
+      await Promise.all([checks.stop(), wakes.stop()]);
       await supervisor.release();
     },
   };

@@ -2,11 +2,14 @@
 // connector of a project with no message for CAPTURE_IDLE_AFTER (no task, no walsender), a write
 // to its database wakes it and the row arrives; a row committed while the connector was being
 // stopped is found in the slot and resumes it at once; the periodic refresh resumes a stopped
-// connector with no write at all (idle-refresh.test.ts).
+// connector with no write at all (idle-refresh.test.ts). Wakes run beside the supervisor's checks,
+// not behind them: a wake lands while a check is held, and a check holding a stale row neither
+// writes it back over the wake nor stops the connector the wake resumed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { stopIdleConnector } from '../../src/outbox/idle-capture.js';
-import { eventually, sql, stack } from '../helpers/env.js';
+import { LOCK_KEY } from '../../src/outbox/supervisor.js';
+import { dbUrl, eventually, sql, stack } from '../helpers/env.js';
 import { startIdleCapture, type IdleCaptureFixture } from '../helpers/idle-capture.js';
 
 describe('idle capture', () => {
@@ -84,5 +87,92 @@ describe('idle capture', () => {
       await eventually(async () => f.notes().includes(`round ${i}`), 60_000, `round ${i} delivered`);
     }
     expect(f.notes().filter((n) => n.startsWith('round'))).toHaveLength(3);
+  });
+
+  // the control database, where the tests below hold what a check waits for
+  async function control(): Promise<pg.Client> {
+    const c = new pg.Client({ connectionString: dbUrl(f.svc.controlDb) });
+    c.on('error', () => {});
+    await c.connect();
+    return c;
+  }
+  // whether a session waits for a lock in this statement (`holder`: the session holding the
+  // supervisor's advisory lock, which writes its heartbeat); asked on a connection of its own each
+  // time, as in a transaction pg_stat_activity is a snapshot
+  const waitingOn = async (statement: string, holder = false) =>
+    (
+      await sql(
+        dbUrl(f.svc.controlDb),
+        `select 1 from pg_stat_activity a
+          where a.wait_event_type = 'Lock' and a.datname = current_database() and a.query like $1
+            and (not $2 or exists (select 1 from pg_locks l where l.pid = a.pid and l.locktype = 'advisory' and l.objid = $3 and l.granted))`,
+        [`${statement}%`, holder, LOCK_KEY],
+      )
+    ).rowCount! > 0;
+
+  it('a wake does not wait for a check in progress: with a check held at its first statement, a write resumes the connector', async () => {
+    await eventually(async () => (await f.supervised())?.state === 'idle', 60_000, 'the idle project to be stopped');
+    const c = await control();
+    try {
+      // a check begins by writing its heartbeat (connector_supervisor); the wake never touches it
+      await c.query('begin');
+      await c.query('lock table connector_supervisor in exclusive mode');
+      await eventually(() => waitingOn('insert into connector_supervisor ', true), 30_000, 'a check held at its first statement');
+      await f.insert('beside a held check');
+      await eventually(async () => (await f.supervised()).state === 'running', 30_000, 'the wake, while the check is held');
+      expect(await waitingOn('insert into connector_supervisor ', true)).toBe(true); // still held: the wake did not wait for it
+    } finally {
+      await c.query('rollback').catch(() => undefined);
+      await c.end();
+    }
+    await eventually(async () => f.notes().includes('beside a held check'), 60_000, 'the row that woke it');
+  });
+
+  it('a check that read a project idle does not write that back over a wake that resumed it meanwhile', async () => {
+    await eventually(async () => (await f.supervised())?.state === 'idle', 60_000, 'the idle project to be stopped');
+    const c = await control();
+    const ref = f.project.ref;
+    // every write of the project's row, in order (dropped below)
+    await c.query(`create table test_supervision_writes (n bigserial primary key, state text)`);
+    await c.query(`create function test_supervision_write() returns trigger language plpgsql as $$ begin insert into test_supervision_writes (state) values (new.state); return new; end $$`);
+    await c.query(`create trigger test_supervision_write after update on connector_supervision for each row when (new.project_ref = '${ref}') execute function test_supervision_write()`);
+    try {
+      // the row locked: the next check that writes it (it reads the slot every few checks, and
+      // records what it read) has read it idle and waits
+      await c.query('begin');
+      await c.query('select 1 from connector_supervision where project_ref = $1 for update', [ref]);
+      await eventually(() => waitingOn('insert into connector_supervision as s'), 60_000, 'a check writing the idle row, held');
+      // meanwhile a wake resumes the project, and records it (what wakeIdleProjects writes)
+      await c.query(`update connector_supervision set state = 'running', stopped_at = null, resumed_at = now() where project_ref = $1 and state = 'idle'`, [ref]);
+      const mark = Number((await c.query('select max(n) as n from test_supervision_writes')).rows[0].n);
+      await c.query('commit');
+      // the held check goes on: it must not record the project idle again; the next check finds
+      // the connector stopped under a running row and resumes it
+      const next = await eventually(async () => (await c.query('select state from test_supervision_writes where n > $1 order by n limit 1', [mark])).rows[0], 30_000, 'the next write of the row');
+      expect(next.state).toBe('running');
+      await eventually(async () => (await f.connectState()) === 'RUNNING', 30_000, 'the connector resumed');
+    } finally {
+      await c.query('rollback').catch(() => undefined);
+      await c.query('drop trigger if exists test_supervision_write on connector_supervision');
+      await c.query('drop function if exists test_supervision_write()');
+      await c.query('drop table if exists test_supervision_writes');
+      await c.end();
+    }
+    await f.insert('after the held check');
+    await eventually(async () => f.notes().includes('after the held check'), 60_000, 'a row after it');
+  });
+
+  it('a connector found running under an idle row (a wake that died before recording it) counts as resumed now, not stopped again at once', async () => {
+    await eventually(async () => (await f.supervised())?.state === 'idle', 60_000, 'the idle project to be stopped');
+    const release = await f.holdSupervision();
+    // the wake's first half: Connect resumes the connector; its record never comes
+    await fetch(`${stack().connectUrl}/connectors/${f.connector}/resume`, { method: 'PUT' });
+    await eventually(async () => (await f.connectState()) === 'RUNNING', 30_000, 'the connector resumed by hand');
+    const released = new Date();
+    await release();
+    // judged by the stale row, it would have been idle for long and stopped again (resumed_at kept)
+    await eventually(async () => ((await f.supervised()).resumed_at?.getTime() ?? 0) >= released.getTime(), 30_000, 'the supervisor to count it as resumed');
+    await f.insert('after the lost record');
+    await eventually(async () => f.notes().includes('after the lost record'), 60_000, 'a row after it');
   });
 });
