@@ -62,7 +62,8 @@ export async function sparsePhase(ctx: PhaseCtx, o: SparseOptions): Promise<Phas
   });
   try {
     ctx.log(`  ${clients.length} projects, one message a minute each; warming up ${o.warmupSeconds} s (connectors wake, then settle at their speed)…`);
-    await sleep(o.warmupSeconds * 1000);
+    // measured too: the wakes of the hundred stopped connectors, and their first runs, land here
+    const w = await measured(ctx, async () => (await sleep(o.warmupSeconds * 1000), {}));
     ctx.log(`  warm-up speeds: ${JSON.stringify(await o.speeds())}; measuring ${o.seconds} s…`);
     const d = await measured(ctx, async () => {
       measuring = true;
@@ -82,6 +83,7 @@ export async function sparsePhase(ctx: PhaseCtx, o: SparseOptions): Promise<Phas
     const wall = d.cpu_s.wall_s;
     const total = PATH_PROCESSES.reduce((n, k) => n + (d.cpu_s[k] ?? 0), 0);
     const perProject = round((total * 1000) / wall / clients.length, 2);
+    const warmupTotal = PATH_PROCESSES.reduce((n, k) => n + (w.cpu_s[k] ?? 0), 0);
     return {
       figure: perProject,
       detail: {
@@ -104,6 +106,14 @@ export async function sparsePhase(ctx: PhaseCtx, o: SparseOptions): Promise<Phas
         ms_per_s_per_project: perProject,
         per_project_by_process: Object.fromEntries(PATH_PROCESSES.map((k) => [k, round(((d.cpu_s[k] ?? 0) * 1000) / wall / clients.length, 3)])),
         connectors_at_end: speeds,
+        // the warm-up: each project's wake (its first message) and its connector's first run, CPU
+        // of every process per project (ms/s) and in all (s)
+        warmup: {
+          seconds: w.cpu_s.wall_s,
+          ms_per_s_per_project: round((warmupTotal * 1000) / w.cpu_s.wall_s / clients.length, 2),
+          per_project_by_process: Object.fromEntries(PATH_PROCESSES.map((k) => [k, round(((w.cpu_s[k] ?? 0) * 1000) / w.cpu_s.wall_s / clients.length, 3)])),
+          cpu_s: w.cpu_s,
+        },
         cpu_s: d.cpu_s,
       },
     };
