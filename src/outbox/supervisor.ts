@@ -43,6 +43,8 @@ const FIRST_BACKOFF_MS = 5_000;
 const STABLE_MS = 60_000;
 /** speed changes (task restarts) per check at most (capture-speed.ts) */
 const SPEED_SWITCHES_PER_CHECK = 5;
+/** a connector resumed less than this ago and still STOPPED in Connect's status: the resume is on its way */
+const RESUME_APPLIED_MS = 30_000;
 /** slots are read every this many checks (and at every check where a connector is not running) */
 const SLOT_EVERY = 6;
 
@@ -247,11 +249,14 @@ export class ConnectorSupervisor {
     if (status?.connector === 'STOPPED') {
       if (state !== 'idle') {
         // stopped by someone else, or by a supervisor that died between stopping and recording it:
-        // nothing would ever wake it, so it runs again
+        // nothing would ever wake it, so it runs again. Or a wake resumed it a moment ago and
+        // Connect has not applied that yet (wakes run beside checks): resumed again, which is a
+        // no-op, and nothing to report
         await ctx.connect.setTarget(row.connector, 'resume');
-        log.warn('the connector was stopped, not by the supervisor for an idle project; resumed it');
+        const justWoken = row.resumed_at !== null && now - row.resumed_at.getTime() < RESUME_APPLIED_MS;
+        if (!justWoken) log.warn('the connector was stopped, not by the supervisor for an idle project; resumed it');
         state = 'running';
-        resumedAt = new Date(now);
+        if (!justWoken) resumedAt = new Date(now);
       }
     } else if (!status) {
       // deleted from Connect, or Connect lost its config topic: registered again from the slot
@@ -277,18 +282,19 @@ export class ConnectorSupervisor {
       if (woken) resumedAt = new Date(now);
       const idleFor = row.last_activity ? now - row.last_activity.getTime() : 0;
       if (!woken && ctx.cfg.CAPTURE_IDLE_AFTER > 0 && restarts === 0 && idleFor >= ctx.cfg.CAPTURE_IDLE_AFTER) {
-        // stopped slow, it resumes slow: a project that wakes now and then never restarts its task
-        // for its speed (capture-speed.ts); the message that wakes it waits one slow poll
-        if (speed === 'fast' && ctx.cfg.CAPTURE_SLOW_POLL > 0 && (await applySpeed(ctx, row.connector, 'slow', templatePollInterval()))) {
-          [speed, speedSince] = ['slow', new Date(now)];
-          await ctx.connect.waitRunning(row.connector, 30_000).catch(() => undefined);
-        }
         const r = await stopIdleConnector(ctx, row.ref, row.connector);
         if (r.stopped) {
           state = 'idle';
           stoppedAt = new Date(now);
           wakeWrites = r.writes;
           log.info({ idle_seconds: Math.round(idleFor / 1000) }, 'no message for CAPTURE_IDLE_AFTER: connector stopped; it resumes at the next write to the database');
+          // stopped, it is made fast (no task to restart), so it resumes fast: the message that
+          // wakes it is read at once, not after a slow poll (capture-speed.ts)
+          const fast = await applySpeed(ctx, row.connector, 'fast', templatePollInterval()).catch((err) => {
+            log.warn({ err }, 'could not make the stopped connector fast; its next wake waits one slow poll');
+            return false;
+          });
+          if (fast && speed !== 'fast') [speed, speedSince] = ['fast', new Date(now)];
         } else {
           resumedAt = new Date(now);
           log.info({ reason: r.reason }, 'connector kept running');
@@ -394,7 +400,9 @@ export class ConnectorSupervisor {
   async #speed(row: Row, now: number, log: { info: (o: object, m: string) => void }): Promise<[CaptureSpeed, Date | null]> {
     // a connector first seen running, or just resumed, is at its speed from now
     const since = row.speed_since && (!row.resumed_at || row.speed_since >= row.resumed_at) ? row.speed_since : row.resumed_at ?? new Date(now);
-    const want = wantedSpeed(this.#ctx.cfg, row.capture_speed, row.recent_messages, now - since.getTime());
+    // resumed fast by a wake, and fast since: judged after CAPTURE_WAKE_FAST, not a whole window
+    const woken = row.capture_speed === 'fast' && row.resumed_at !== null && since.getTime() === row.resumed_at.getTime();
+    const want = wantedSpeed(this.#ctx.cfg, row.capture_speed, row.recent_messages, now - since.getTime(), woken);
     if (want === row.capture_speed || this.#speedSwitches <= 0) return [row.capture_speed, since];
     this.#speedSwitches--;
     if (!(await applySpeed(this.#ctx, row.connector, want, templatePollInterval()))) return [row.capture_speed, since];

@@ -23,6 +23,11 @@ export interface IdleCaptureFixture {
   /** the `note` of every row the receiver got */
   notes(): string[];
   insert(note: string): Promise<unknown>;
+  /**
+   * What the service asked Connect of the project's connector, in order: each stop and resume, and
+   * each config written (its poll.interval.ms). The calls are the service's own, to the real Connect.
+   */
+  connectCalls: { op: 'stop' | 'resume' | 'config'; poll?: string }[];
   /** whether the project's slot has a walsender */
   walsender(): Promise<boolean | undefined>;
   /**
@@ -43,7 +48,19 @@ export async function startIdleCapture(env: Record<string, string>): Promise<Idl
   const r = await svc.api(project.ownerToken, 'POST', `/v1/projects/${project.ref}/webhooks`, { table: 'public.crates', events: ['INSERT'], url: `${receiver.url}/hook` });
   expect(r.status).toBe(201);
   const connector = `outbox.${svc.cfg.TOPIC_PREFIX}.${project.ref}`;
+  const connectCalls: IdleCaptureFixture['connectCalls'] = [];
+  const connect = svc.ctx.connect;
+  const [upsert, setTarget] = [connect.upsert.bind(connect), connect.setTarget.bind(connect)];
+  connect.upsert = async (name, config) => {
+    if (name === connector) connectCalls.push({ op: 'config', poll: config['poll.interval.ms'] });
+    return upsert(name, config);
+  };
+  connect.setTarget = async (name, target) => {
+    if (name === connector) connectCalls.push({ op: target });
+    return setTarget(name, target);
+  };
   return {
+    connectCalls,
     svc,
     project,
     receiver,
