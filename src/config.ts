@@ -196,12 +196,6 @@ const schema = z.object({
    */
   CAPTURE_SLOW_POLL: duration.prefault('500ms'),
   CAPTURE_SPEED_WINDOW: duration.prefault('60s'),
-  /**
-   * A stopped connector resumes fast, so the message that woke it is read at once instead of after
-   * one slow poll; it runs fast this long (not a whole CAPTURE_SPEED_WINDOW) before its traffic is
-   * judged, and goes slow then unless messages keep coming (one task restart per wake).
-   */
-  CAPTURE_WAKE_FAST: duration.prefault('10s'),
   CAPTURE_SLOW_AT: z.coerce.number().int().min(0).max(1_000_000).default(2),
   CAPTURE_FAST_AT: z.coerce.number().int().min(1).max(1_000_000).default(6),
   /** WAL a replication slot may retain before /health and the logs warn (bytes; suffixes kB, MB, GB). */

@@ -10,38 +10,31 @@
 // so never stopped by idle capture, nor busy) therefore runs 'slow' (CAPTURE_SLOW_POLL), and one
 // whose traffic picks up runs 'fast' again:
 //   fast -> slow: at most CAPTURE_SLOW_AT messages in the last CAPTURE_SPEED_WINDOW, and the
-//                 connector has run at its speed that long (one just enabled keeps the template's
-//                 speed for a window first, one woken from idle for CAPTURE_WAKE_FAST);
+//                 connector has run at its speed that long (a connector just resumed or enabled
+//                 keeps the template's speed for a window first);
 //   slow -> fast: CAPTURE_FAST_AT messages or more in the window.
 // Changing the speed PUTs the connector's config with the other poll.interval.ms, which restarts its
 // task: capture pauses for the restart (about a second) and resumes from the slot, so nothing is
 // lost or sent twice beyond the usual at-least-once. At most a few switches per supervisor check
-// (a hundred restarts at once on two cores held capture up for tens of seconds in the bench).
-//
-// A stopped (idle) connector has no task, so its config changes for free: the supervisor makes it
-// fast as it stops it, and a write resumes it fast. The streaming source sleeps poll.interval.ms
-// after five empty reads, and its first reads are always empty while PostgreSQL decodes from the
-// slot's restart_lsn: resumed slow, the message that woke it waited one slow poll (run D,
-// docs/benchmark.md "Sixth round": 531 ms of an 887 ms wake). A woken connector is judged after
-// CAPTURE_WAKE_FAST instead of a whole window: a project that wakes now and then pays one task
-// restart per wake, and a few seconds of a fast connector. The periodic refresh (idle-capture.ts,
-// step 5) has no message to read at once: the connector is made slow, still stopped, before it
-// resumes for it. The refresh at start (enable.ts) leaves poll.interval.ms as the supervisor set it.
+// (a hundred restarts at once on two cores held capture up for tens of seconds in the bench). A
+// connector about to be stopped as idle is made slow first, so it resumes slow: a project that
+// wakes now and then never restarts for its speed. The price: the message that wakes it waits one
+// slow poll (run D, docs/benchmark.md "Sixth round": 531 ms of an 887 ms wake). The streaming source
+// sleeps poll.interval.ms after five empty reads, and its first reads are empty while PostgreSQL
+// decodes from the slot's restart_lsn. The refresh at start (enable.ts)
+// leaves poll.interval.ms as the supervisor set it.
 import type { AppContext } from '../context.js';
 
 export type CaptureSpeed = 'fast' | 'slow';
 export const POLL_KEY = 'poll.interval.ms';
 
-type Cfg = Pick<AppContext['cfg'], 'CAPTURE_SLOW_POLL' | 'CAPTURE_SPEED_WINDOW' | 'CAPTURE_SLOW_AT' | 'CAPTURE_FAST_AT' | 'CAPTURE_WAKE_FAST'>;
+type Cfg = Pick<AppContext['cfg'], 'CAPTURE_SLOW_POLL' | 'CAPTURE_SPEED_WINDOW' | 'CAPTURE_SLOW_AT' | 'CAPTURE_FAST_AT'>;
 
-/**
- * The speed a running connector should have now, given its project's recent messages; `woken`: it
- * has run at its speed since a wake resumed it (fast), and is judged after CAPTURE_WAKE_FAST.
- */
-export function wantedSpeed(cfg: Cfg, current: CaptureSpeed, recentMessages: number, atSpeedForMs: number, woken = false): CaptureSpeed {
+/** The speed a running connector should have now, given its project's recent messages. */
+export function wantedSpeed(cfg: Cfg, current: CaptureSpeed, recentMessages: number, atSpeedForMs: number): CaptureSpeed {
   if (cfg.CAPTURE_SLOW_POLL <= 0) return 'fast';
   if (current === 'slow') return recentMessages >= cfg.CAPTURE_FAST_AT ? 'fast' : 'slow';
-  return recentMessages <= cfg.CAPTURE_SLOW_AT && atSpeedForMs >= (woken ? cfg.CAPTURE_WAKE_FAST : cfg.CAPTURE_SPEED_WINDOW) ? 'slow' : 'fast';
+  return recentMessages <= cfg.CAPTURE_SLOW_AT && atSpeedForMs >= cfg.CAPTURE_SPEED_WINDOW ? 'slow' : 'fast';
 }
 
 /**

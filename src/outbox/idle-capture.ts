@@ -50,8 +50,7 @@
 // with traffic never stops.
 import pg from 'pg';
 import type { AppContext } from '../context.js';
-import { publicationName, slotName, templatePollInterval } from './connector.js';
-import { applySpeed } from './capture-speed.js';
+import { publicationName, slotName } from './connector.js';
 import { idleSlotAdvances } from '../lib/metrics.js';
 import { byCluster, StatsReaders, WRITES, whyNotQuiet, type OwnBackend } from './quiet-database.js';
 
@@ -428,9 +427,6 @@ export async function wakeIdleProjects(ctx: Ctx, log: Pick<Ctx['log'], 'info' | 
   advancer.offer(wakes.filter((w) => w.why === 'wal' && !resume.some((r) => r.ref === w.ref)));
   for (const w of resume) {
     await advancer.cancel(w.ref);
-    // a stopped connector is fast (capture-speed.ts), for the message that wakes it; a refresh has
-    // no message to read at once, and runs slow (made so while stopped: no task restart)
-    const slow = w.why === 'refresh' && ctx.cfg.CAPTURE_SLOW_POLL > 0 && (await applySpeed(ctx, w.connector, 'slow', templatePollInterval()).catch(() => false));
     await ctx.connect.setTarget(w.connector, 'resume');
     // a running connector needs no forced statistics flushes (idle-capture.ts, step 4)
     await setCaptureIdle(await ctx.projectDbs.pool(w.ref), false, ctx).catch(() => undefined);
@@ -440,10 +436,8 @@ export async function wakeIdleProjects(ctx: Ctx, log: Pick<Ctx['log'], 'info' | 
     // project would cost a quarter of a running connector.
     const backdate = w.why === 'refresh' ? Math.max(0, ctx.cfg.CAPTURE_IDLE_AFTER - ctx.cfg.CAPTURE_REFRESH_RUN) / 1000 : 0;
     await ctx.db.query(
-      `update connector_supervision set state = 'running', stopped_at = null, resumed_at = now() - make_interval(secs => $2),
-              capture_speed = case when $3 then 'slow' else capture_speed end, speed_since = case when $3 then now() else speed_since end
-        where project_ref = $1 and state = 'idle'`,
-      [w.ref, backdate, slow],
+      `update connector_supervision set state = 'running', stopped_at = null, resumed_at = now() - make_interval(secs => $2) where project_ref = $1 and state = 'idle'`,
+      [w.ref, backdate],
     );
     log.info(
       { project: w.ref, connector: w.connector, why: w.why },

@@ -282,19 +282,18 @@ export class ConnectorSupervisor {
       if (woken) resumedAt = new Date(now);
       const idleFor = row.last_activity ? now - row.last_activity.getTime() : 0;
       if (!woken && ctx.cfg.CAPTURE_IDLE_AFTER > 0 && restarts === 0 && idleFor >= ctx.cfg.CAPTURE_IDLE_AFTER) {
+        // stopped slow, it resumes slow: a project that wakes now and then never restarts its task
+        // for its speed (capture-speed.ts); the message that wakes it waits one slow poll
+        if (speed === 'fast' && ctx.cfg.CAPTURE_SLOW_POLL > 0 && (await applySpeed(ctx, row.connector, 'slow', templatePollInterval()))) {
+          [speed, speedSince] = ['slow', new Date(now)];
+          await ctx.connect.waitRunning(row.connector, 30_000).catch(() => undefined);
+        }
         const r = await stopIdleConnector(ctx, row.ref, row.connector);
         if (r.stopped) {
           state = 'idle';
           stoppedAt = new Date(now);
           wakeWrites = r.writes;
           log.info({ idle_seconds: Math.round(idleFor / 1000) }, 'no message for CAPTURE_IDLE_AFTER: connector stopped; it resumes at the next write to the database');
-          // stopped, it is made fast (no task to restart), so it resumes fast: the message that
-          // wakes it is read at once, not after a slow poll (capture-speed.ts)
-          const fast = await applySpeed(ctx, row.connector, 'fast', templatePollInterval()).catch((err) => {
-            log.warn({ err }, 'could not make the stopped connector fast; its next wake waits one slow poll');
-            return false;
-          });
-          if (fast && speed !== 'fast') [speed, speedSince] = ['fast', new Date(now)];
         } else {
           resumedAt = new Date(now);
           log.info({ reason: r.reason }, 'connector kept running');
@@ -400,9 +399,7 @@ export class ConnectorSupervisor {
   async #speed(row: Row, now: number, log: { info: (o: object, m: string) => void }): Promise<[CaptureSpeed, Date | null]> {
     // a connector first seen running, or just resumed, is at its speed from now
     const since = row.speed_since && (!row.resumed_at || row.speed_since >= row.resumed_at) ? row.speed_since : row.resumed_at ?? new Date(now);
-    // resumed fast by a wake, and fast since: judged after CAPTURE_WAKE_FAST, not a whole window
-    const woken = row.capture_speed === 'fast' && row.resumed_at !== null && since.getTime() === row.resumed_at.getTime();
-    const want = wantedSpeed(this.#ctx.cfg, row.capture_speed, row.recent_messages, now - since.getTime(), woken);
+    const want = wantedSpeed(this.#ctx.cfg, row.capture_speed, row.recent_messages, now - since.getTime());
     if (want === row.capture_speed || this.#speedSwitches <= 0) return [row.capture_speed, since];
     this.#speedSwitches--;
     if (!(await applySpeed(this.#ctx, row.connector, want, templatePollInterval()))) return [row.capture_speed, since];
