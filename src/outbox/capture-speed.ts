@@ -21,8 +21,11 @@
 // wakes now and then never restarts for its speed. The price: the message that wakes it waits one
 // slow poll (run D, docs/benchmark.md "Sixth round": 531 ms of an 887 ms wake). The streaming source
 // sleeps poll.interval.ms after five empty reads, and its first reads are empty while PostgreSQL
-// decodes from the slot's restart_lsn. The refresh at start (enable.ts)
-// leaves poll.interval.ms as the supervisor set it.
+// decodes from the slot's restart_lsn. Resuming fast instead (made fast while stopped, which
+// restarts nothing, and slow again a few seconds after the wake) was measured and rejected (run C,
+// docs/benchmark.md "Seventh round"): the wake's median halved, but each wake cost 0.8 s of CPU
+// (a task restart and the fast seconds), and a hundred wakes a minute on two cores lost the tail.
+// The refresh at start (enable.ts) leaves poll.interval.ms as the supervisor set it.
 import type { AppContext } from '../context.js';
 
 export type CaptureSpeed = 'fast' | 'slow';
