@@ -72,7 +72,6 @@ interface Row {
   database_url_enc: Buffer;
 }
 
-
 /** Backoff before the restart that follows `restarts` restarts in a row. */
 export function restartBackoffMs(restarts: number, maxMs: number): number {
   if (restarts <= 0) return 0;
