@@ -81,11 +81,14 @@ export async function sparsePhase(ctx: PhaseCtx, o: SparseOptions): Promise<Phas
     const firsts = [...committed.entries()].filter(([s, v]) => v.first && ctx.receipts.at.has(s)).map(([s, v]) => ctx.receipts.at.get(s)! - v.at).sort((a, b) => a - b);
     const latencies = wanted.filter((s) => ctx.receipts.at.has(s)).map((s) => ctx.receipts.at.get(s)! - committed.get(s)!.at).sort((a, b) => a - b);
     const wall = d.cpu_s.wall_s;
-    const total = PATH_PROCESSES.reduce((n, k) => n + (d.cpu_s[k] ?? 0), 0);
-    const perProject = round((total * 1000) / wall / clients.length, 2);
-    const warmupTotal = PATH_PROCESSES.reduce((n, k) => n + (w.cpu_s[k] ?? 0), 0);
+    // CPU of every process on the message path per project (ms/s), in all and process by process
+    const perProjectCpu = (cpu: Record<string, number>) => ({
+      ms_per_s_per_project: round((PATH_PROCESSES.reduce((n, k) => n + (cpu[k] ?? 0), 0) * 1000) / cpu.wall_s / clients.length, 2),
+      per_project_by_process: Object.fromEntries(PATH_PROCESSES.map((k) => [k, round(((cpu[k] ?? 0) * 1000) / cpu.wall_s / clients.length, 3)])),
+    });
+    const measuredCpu = perProjectCpu(d.cpu_s);
     return {
-      figure: perProject,
+      figure: measuredCpu.ms_per_s_per_project,
       detail: {
         projects: clients.length,
         seconds: wall,
@@ -103,17 +106,11 @@ export async function sparsePhase(ctx: PhaseCtx, o: SparseOptions): Promise<Phas
         wake_latency_ms: firsts.length
           ? { n: firsts.length, p50: round(percentile(firsts, 50)), p95: round(percentile(firsts, 95)), p99: round(percentile(firsts, 99)), max: round(firsts[firsts.length - 1]) }
           : null,
-        ms_per_s_per_project: perProject,
-        per_project_by_process: Object.fromEntries(PATH_PROCESSES.map((k) => [k, round(((d.cpu_s[k] ?? 0) * 1000) / wall / clients.length, 3)])),
+        ...measuredCpu,
         connectors_at_end: speeds,
         // the warm-up: each project's wake (its first message) and its connector's first run, CPU
         // of every process per project (ms/s) and in all (s)
-        warmup: {
-          seconds: w.cpu_s.wall_s,
-          ms_per_s_per_project: round((warmupTotal * 1000) / w.cpu_s.wall_s / clients.length, 2),
-          per_project_by_process: Object.fromEntries(PATH_PROCESSES.map((k) => [k, round(((w.cpu_s[k] ?? 0) * 1000) / w.cpu_s.wall_s / clients.length, 3)])),
-          cpu_s: w.cpu_s,
-        },
+        warmup: { seconds: w.cpu_s.wall_s, ...perProjectCpu(w.cpu_s), cpu_s: w.cpu_s },
         cpu_s: d.cpu_s,
       },
     };

@@ -388,6 +388,7 @@ export class ConnectorSupervisor {
       [row.ref, row.connector, state, restarts, total, lastRestart, next, failure, ...slotCols, keepSlot, stoppedAt, wakeWrites, resumedAt, speed, speedSince, row.state],
     );
     if (written.rowCount === 0) {
+      // only a wake changes a row beside a check, and only from idle to running
       log.debug({ read: row.state }, 'the row changed during the check (a wake resumed the project); the next check looks again');
       return { state: 'running', lag };
     }
