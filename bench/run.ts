@@ -185,23 +185,36 @@ async function main() {
       // The stopped slots: how many hold more than the service's CAPTURE_IDLE_MAX_WAL (its own
       // parse of the environment it runs with), and what they hold (a wake decodes that before its
       // message, twice when the connector has an offset stored: src/config.ts)
-      const args = [loadConfig({ ...env, ...serviceEnv }).CAPTURE_IDLE_MAX_WAL, slotName('', service!.topicPrefix)];
+      const svcCfg = loadConfig({ ...env, ...serviceEnv });
+      const args = [svcCfg.CAPTURE_IDLE_MAX_WAL, slotName('', service!.topicPrefix), svcCfg.CAPTURE_IDLE_QUIET_WAL];
       const stopped = async () =>
         (
           await db.query(
-            `select count(*) filter (where h > $1)::int as due, count(*)::int as n, coalesce(avg(h), 0)::float8 as avg, coalesce(max(h), 0)::float8 as max from (
+            `select count(*) filter (where h > $1)::int as due, count(*) filter (where $3 > 0 and h > $3)::int as quiet_due,
+                    count(*)::int as n, coalesce(avg(h), 0)::float8 as avg, coalesce(max(h), 0)::float8 as max from (
                select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as h from pg_replication_slots
                 where slot_type = 'logical' and not active and wal_status <> 'lost' and starts_with(slot_name, $2)) s`,
             args,
           )
-        ).rows[0] as { due: number; n: number; avg: number; max: number };
+        ).rows[0] as { due: number; quiet_due: number; n: number; avg: number; max: number };
       const first = (await stopped()).due;
       const t1 = Date.now();
       for (let n = first; n > 0 && Date.now() - t1 < 300_000; n = (await stopped()).due) await new Promise((r) => setTimeout(r, 1000));
+      // Then step 7 (quiet-cluster.ts): once the cluster has been quiet for 30 s, idle slots holding
+      // more than CAPTURE_IDLE_QUIET_WAL are advanced, two passes each; waited for too, or they land
+      // in the phase. Given up after 45 s without progress (a slot held by an open transaction
+      // keeps its floor) or 300 s in all.
+      const quietFirst = (await stopped()).quiet_due;
+      const t2 = Date.now();
+      for (let n = quietFirst, best = n, progress = t2; n > 0 && Date.now() - t2 < 300_000 && Date.now() - progress < 45_000; n = (await stopped()).quiet_due) {
+        if (n < best) [best, progress] = [n, Date.now()];
+        await new Promise((r) => setTimeout(r, 1000));
+      }
       const held = await stopped();
       const mb = (b: number) => (b / 1048576).toFixed(0);
       const caughtUp =
-        (first > 0 ? `; ${first} idle slot(s) over CAPTURE_IDLE_MAX_WAL advanced in ${((Date.now() - t1) / 1000).toFixed(1)} s` : '') +
+        (first > 0 ? `; ${first} idle slot(s) over CAPTURE_IDLE_MAX_WAL advanced in ${((t2 - t1) / 1000).toFixed(1)} s` : '') +
+        (quietFirst > 0 ? `; ${quietFirst - held.quiet_due} of ${quietFirst} over CAPTURE_IDLE_QUIET_WAL emptied once quiet in ${((Date.now() - t2) / 1000).toFixed(1)} s` : '') +
         `; ${held.n} stopped slot(s) hold avg ${mb(held.avg)} MB, max ${mb(held.max)} MB`;
       log(`settled before ${next} in ${((Date.now() - t0) / 1000).toFixed(1)} s (vacuum, checkpoint${caughtUp})`);
     } catch (err) {

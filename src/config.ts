@@ -187,6 +187,12 @@ const schema = z.object({
    */
   CAPTURE_IDLE_MAX_WAL: bytes.prefault('64MB'),
   /**
+   * While a database cluster writes less WAL than this in 30 s (quiet), its idle slots are advanced
+   * as soon as they hold this much more than they did after their last advance (idle capture, step
+   * 7: quiet-cluster.ts), so a wake has almost nothing to decode. 0 turns it off (step 6 only).
+   */
+  CAPTURE_IDLE_QUIET_WAL: bytes.prefault('1MB'),
+  /**
    * A running connector whose project sent at most CAPTURE_SLOW_AT messages in the last
    * CAPTURE_SPEED_WINDOW (and that has run that long) reads its replication stream this often
    * instead of every 10 ms: a project that sends now and then costs a few ms of CPU a second instead

@@ -43,6 +43,9 @@
 //     advance decode all the WAL the slot holds, so they run in the background, one slot at a
 //     time (IdleSlotAdvancer), never in the way of step 4: a write to a project whose slot is
 //     being advanced cancels the advance and resumes the connector.
+//  7. While the cluster is quiet (it wrote less than CAPTURE_IDLE_QUIET_WAL in 30 s), the slot is
+//     advanced the same way as soon as it holds that much more than after its last advance, so a
+//     wake has almost nothing to decode before its message (quiet-cluster.ts).
 //
 // Writes to tables without webhooks wake a connector too; it stops again after CAPTURE_IDLE_AFTER.
 // The cost of waking: the first message after an idle period waits for the wake check and the task
@@ -53,6 +56,7 @@ import type { AppContext } from '../context.js';
 import { publicationName, slotName } from './connector.js';
 import { idleSlotAdvances } from '../lib/metrics.js';
 import { byCluster, StatsReaders, WRITES, whyNotQuiet, type OwnBackend } from './quiet-database.js';
+import { advanceThreshold, ClusterPace, SlotFloors } from './quiet-cluster.js';
 
 type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'projectDbs' | 'log'>;
 
@@ -160,6 +164,8 @@ export interface AdvanceHooks {
   own?(): OwnBackend[];
   /** whether the peek runs, and if so why the counters cannot stand in for it */
   decided?(how: { peeked: boolean; because?: string }): void;
+  /** the WAL the slot still holds just after its advance (step 7's floor) */
+  held?(bytes: number): void;
 }
 
 /**
@@ -189,6 +195,10 @@ export async function advanceIdleSlot(ctx: Ctx, ref: string, connector: string, 
       if (pending > 0) return 'pending';
     } else if (hooks?.stopped()) throw new Error('stopped before the advance: a wake wants the slot');
     await c.query('select pg_replication_slot_advance($1, $2::pg_lsn)', [slot, upto]);
+    if (hooks?.held) {
+      const h = await c.query('select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as held from pg_replication_slots where slot_name = $1', [slot]);
+      if (h.rows[0]) hooks.held(Number(h.rows[0].held));
+    }
     return 'advanced';
   });
 }
@@ -247,14 +257,17 @@ export interface Wake {
   why: 'write' | 'refresh' | 'wal';
   /** 'wal' only: the slot is within CAPTURE_IDLE_MAX_WAL of max_slot_wal_keep_size (not held back by ADVANCE_SPACING_MS) */
   nearLoss?: boolean;
+  /** 'wal' only: by step 7 (the cluster is quiet), with what the slot held and the cluster wrote in 30 s */
+  quiet?: { held: number; written: number };
 }
 
 /**
- * Step 4 and 5: which idle projects to resume now. Reads pg_stat_database once per cluster (it is
- * cluster-wide), through the cluster's statistics reader (StatsReaders), connected to one of its
- * project databases.
+ * Step 4 and 5: which idle projects to resume now, and (step 6 and 7) whose slot to advance. Reads
+ * pg_stat_database once per cluster (it is cluster-wide), through the cluster's statistics reader
+ * (StatsReaders), connected to one of its project databases.
  */
-export async function projectsToWake(ctx: Ctx, idle: IdleProject[], readers: StatsReaders): Promise<Wake[]> {
+export async function projectsToWake(ctx: Ctx, idle: IdleProject[], advancer: Pick<IdleSlotAdvancer, 'readers' | 'pace' | 'floor'>): Promise<Wake[]> {
+  const readers = advancer.readers;
   const now = Date.now();
   const out: Wake[] = [];
   const checked: { item: IdleProject; url: string }[] = [];
@@ -271,9 +284,11 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[], readers: Sta
         const read = (text: string, params: unknown[]) => readers.query(key, url, text, params);
         const [r, s] = await Promise.all([
           read(`select datname, (${WRITES})::float8 as writes from pg_stat_database where datname = any($1)`, [members.map((m) => m.db)]),
-          // step 6: the WAL each idle slot holds, and how much more it may before it is lost
+          // step 6: the WAL each idle slot holds, and how much more it may before it is lost; step 7:
+          // where the WAL ends (bytes), for how much the cluster wrote lately
           read(
-            `select slot_name, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as retained, safe_wal_size::float8 as safe
+            `select slot_name, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as retained, safe_wal_size::float8 as safe,
+                    pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 as wal_end
                from pg_replication_slots where slot_name = any($1)`,
             [members.map((m) => slotName(m.p.ref, ctx.cfg.TOPIC_PREFIX))],
           ),
@@ -281,13 +296,17 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[], readers: Sta
         const writes = new Map(r.rows.map((x) => [x.datname as string, Number(x.writes)]));
         const slots = new Map(s.rows.map((x) => [x.slot_name as string, x as { retained: number | null; safe: number | null }]));
         const max = ctx.cfg.CAPTURE_IDLE_MAX_WAL;
+        const written = s.rows.length > 0 ? advancer.pace.record(key, Number(s.rows[0].wal_end)) : null;
         for (const m of members) {
           const w = writes.get(m.db);
           const slot = slots.get(slotName(m.p.ref, ctx.cfg.TOPIC_PREFIX));
+          const held = slot?.retained ?? 0;
+          const limit = advanceThreshold({ maxWal: max, quietWal: ctx.cfg.CAPTURE_IDLE_QUIET_WAL, written, floor: advancer.floor(m.p.ref) });
           // moved either way: a write, or the statistics were reset (resume rather than guess)
           if (w === undefined || w !== Number(m.p.wake_writes)) out.push({ ref: m.p.ref, connector: m.p.connector, why: 'write' });
-          else if (slot && ((slot.retained ?? 0) > max || (slot.safe !== null && slot.safe < max))) {
-            out.push({ ref: m.p.ref, connector: m.p.connector, why: 'wal', nearLoss: slot.safe !== null && slot.safe < max });
+          else if (slot && (held > limit.bytes || (slot.safe !== null && slot.safe < max))) {
+            const quiet = limit.quiet && held <= max ? { held, written: written! } : undefined;
+            out.push({ ref: m.p.ref, connector: m.p.connector, why: 'wal', nearLoss: slot.safe !== null && slot.safe < max, ...(quiet && { quiet }) });
           }
         }
       } catch (err) {
@@ -326,6 +345,10 @@ export class IdleSlotAdvancer {
   readonly #advancedAt = new Map<string, number>();
   /** the wake check's connections (projectsToWake), which step 6 knows never enqueue */
   readonly readers = new StatsReaders();
+  /** how much WAL each cluster wrote lately (step 7) */
+  readonly pace = new ClusterPace();
+  /** step 7's record of slots an advance did not empty (SlotFloors) */
+  readonly #floors = new SlotFloors();
   /** the slot being advanced now, the backend doing it, and whether a wake asked it to stop */
   #current: { ref: string; pid?: number; cancelled?: boolean } | null = null;
 
@@ -345,6 +368,16 @@ export class IdleSlotAdvancer {
     // max_slot_wal_keep_size within the spacing
     for (const w of wakes) if (!this.#queue.has(w.ref) && (w.nearLoss || !this.#advancedAt.has(w.ref))) this.#queue.set(w.ref, w);
     if (this.#queue.size > 0) this.#running ??= this.#drain().finally(() => (this.#running = null));
+  }
+
+  /** What the project's slot may hold on a quiet cluster over CAPTURE_IDLE_QUIET_WAL (SlotFloors). */
+  floor(ref: string): number {
+    return this.#floors.floor(ref);
+  }
+
+  /** The project's connector runs again: what its slot held is no longer the supervisor's to judge. */
+  resumed(ref: string): void {
+    this.#floors.forget(ref);
   }
 
   /** The projects whose connector must be resumed instead (an uncaptured message in the slot). */
@@ -377,6 +410,8 @@ export class IdleSlotAdvancer {
     this.#queue.clear();
     this.#resume.clear();
     this.#advancedAt.clear();
+    this.#floors.clear();
+    this.pace.clear();
     await this.readers.close();
   }
 
@@ -386,11 +421,13 @@ export class IdleSlotAdvancer {
       const cur: { ref: string; pid?: number; cancelled?: boolean } = { ref: w.ref };
       this.#current = cur;
       let how: { peeked: boolean; because?: string } = { peeked: true };
+      let held: number | undefined;
       const hooks: AdvanceHooks = {
         backend: (pid) => (cur.pid = pid),
         stopped: () => cur.cancelled === true,
         own: () => this.readers.own(),
         decided: (h) => (how = h),
+        held: (bytes) => (held = bytes),
       };
       const r = await advanceIdleSlot(this.ctx, w.ref, w.connector, hooks).catch((err) => {
         this.log.warn({ err, project: w.ref }, 'advancing an idle slot failed or was cancelled; resuming its connector instead');
@@ -400,9 +437,16 @@ export class IdleSlotAdvancer {
       this.#queue.delete(w.ref);
       if (r === 'advanced') {
         this.#advancedAt.set(w.ref, Date.now());
+        if (held !== undefined) this.#floors.advanced(w.ref, held, this.ctx.cfg.CAPTURE_IDLE_QUIET_WAL);
         idleSlotAdvances.inc({ how: how.peeked ? 'peek' : 'counters' });
         const shown = how.peeked ? 'a peek showed it' : 'its write counters showed it; no peek';
-        this.log.info({ project: w.ref, connector: w.connector, peeked: how.peeked, peek_because: how.because }, `idle slot advanced: it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL, none of it a message (${shown})`);
+        const why = w.quiet
+          ? `the cluster is quiet (${mb(w.quiet.written)} MB of WAL in 30 s) and the slot held ${mb(w.quiet.held)} MB, more than CAPTURE_IDLE_QUIET_WAL over its floor`
+          : "it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL";
+        this.log.info(
+          { project: w.ref, connector: w.connector, peeked: how.peeked, peek_because: how.because, quiet: w.quiet !== undefined, held_after: held },
+          `idle slot advanced: ${why}, none of it a message (${shown})`,
+        );
       }
       else if (r === 'pending') this.#resume.set(w.ref, w);
     }
@@ -422,11 +466,12 @@ export async function wakeIdleProjects(ctx: Ctx, log: Pick<Ctx['log'], 'info' | 
   ).rows;
   const handedBack = advancer.takeResumes().filter((w) => idle.some((p) => p.ref === w.ref));
   if (idle.length === 0) return;
-  const wakes = await projectsToWake(ctx, idle, advancer.readers);
+  const wakes = await projectsToWake(ctx, idle, advancer);
   const resume = [...wakes.filter((w) => w.why !== 'wal'), ...handedBack.filter((b) => !wakes.some((w) => w.ref === b.ref && w.why !== 'wal'))];
   advancer.offer(wakes.filter((w) => w.why === 'wal' && !resume.some((r) => r.ref === w.ref)));
   for (const w of resume) {
     await advancer.cancel(w.ref);
+    advancer.resumed(w.ref);
     await ctx.connect.setTarget(w.connector, 'resume');
     // a running connector needs no forced statistics flushes (idle-capture.ts, step 4)
     await setCaptureIdle(await ctx.projectDbs.pool(w.ref), false, ctx).catch(() => undefined);
@@ -449,3 +494,5 @@ export async function wakeIdleProjects(ctx: Ctx, log: Pick<Ctx['log'], 'info' | 
     );
   }
 }
+
+const mb = (bytes: number) => (bytes / 1048576).toFixed(1);

@@ -1,0 +1,95 @@
+// Step 7 of idle capture (quiet-cluster.ts), against the real stack: while the cluster is quiet, an
+// idle project's slot is advanced as soon as it holds CAPTURE_IDLE_QUIET_WAL more than after its
+// last advance, long before CAPTURE_IDLE_MAX_WAL (here 1 GB, so step 6 never acts), so its next
+// wake has almost nothing to decode; while the cluster is busy it is left alone (each advance
+// decodes what it holds, and a busy cluster is step 6's). Nothing is lost either way.
+//
+// The cluster is the test stack's, shared with the file running beside this one, so "quiet" is set
+// at 16 MB in 30 s here (the default is 1 MB): the neighbour's writes stay under it, this file's
+// filler does not.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { idleSlotAdvances } from '../../src/lib/metrics.js';
+import { slotName } from '../../src/outbox/index.js';
+import { eventually, sql, stack } from '../helpers/env.js';
+import { startIdleCapture, type IdleCaptureFixture } from '../helpers/idle-capture.js';
+
+const MB = 1024 * 1024;
+const QUIET = 16 * MB;
+
+describe('idle capture: a quiet cluster empties its idle slots', () => {
+  let f: IdleCaptureFixture;
+  const table = `quiet_filler_${process.pid}`;
+
+  beforeAll(async () => {
+    f = await startIdleCapture({ CAPTURE_IDLE_AFTER: '3s', CAPTURE_IDLE_REFRESH: '1h', CAPTURE_IDLE_MAX_WAL: '1GB', CAPTURE_IDLE_QUIET_WAL: '16MB' });
+    await sql(stack().adminDatabaseUrl, `create table ${table} (x text)`);
+  });
+
+  afterAll(async () => {
+    await sql(stack().adminDatabaseUrl, `drop table if exists ${table}`).catch(() => {});
+    await f?.stop();
+  });
+
+  const retained = async () =>
+    Number((await sql(f.project.databaseUrl, 'select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as r from pg_replication_slots where slot_name = $1', [slotName(f.project.ref, f.svc.cfg.TOPIC_PREFIX)])).rows[0].r);
+  const advances = async () => (await idleSlotAdvances.get()).values.reduce((n, v) => n + v.value, 0);
+  /** about `mb` MB of WAL in another database of the cluster (1 kB rows) */
+  const fill = (mb: number) => sql(stack().adminDatabaseUrl, `insert into ${table} select repeat(md5(g::text), 32) from generate_series(1, $1) g`, [mb * 900]);
+
+  const idleAndSettled = async () => {
+    let stoppedAt = new Date(0);
+    await eventually(async () => {
+      const s = await f.supervised();
+      if (s?.state !== 'idle') return false;
+      const same = (s.stopped_at as Date).getTime() === stoppedAt.getTime();
+      stoppedAt = s.stopped_at as Date;
+      if (!same) await new Promise((r) => setTimeout(r, 6000));
+      return same;
+    }, 120_000, 'the project to stay idle');
+    return stoppedAt;
+  };
+
+  it('advances an idle slot once the cluster is quiet, leaves it alone while the cluster writes, and never resumes the connector for it', async () => {
+    await f.insert('before');
+    await eventually(async () => f.notes().includes('before'), 60_000, 'the first row');
+    const stoppedAt = await idleAndSettled();
+    // 24 MB once, then quiet: the slot holds more than CAPTURE_IDLE_QUIET_WAL over its floor
+    const first = await advances();
+    await fill(24);
+    expect(await retained()).toBeGreaterThan(QUIET);
+    // (the first advance moves restart_lsn one step, the second, 15 s later, empties it:
+    // quiet-cluster.ts)
+    await eventually(async () => (await retained()) < QUIET, 150_000, 'the slot to be advanced once the cluster is quiet');
+    expect(await advances()).toBeGreaterThan(first);
+    expect(await f.supervised()).toMatchObject({ state: 'idle', stopped_at: stoppedAt });
+    expect(await f.connectState()).toBe('STOPPED');
+
+    // Busy, right after that advance: about 3 MB a second for 30 s, far over 16 MB in any 30 s.
+    // The slot soon holds more than CAPTURE_IDLE_QUIET_WAL over its floor, and nothing may advance
+    // it (only step 7 could: 1 GB is far off). Started within a second of the advance, so the
+    // advance's spacing (15 s) covers the time before the cluster's last 30 s read busy (~6 s).
+    const before = await advances();
+    let last = await retained();
+    for (let i = 0; i < 30; i++) {
+      const t = Date.now();
+      await fill(3);
+      const now = await retained();
+      // it only grows: an advance would have dropped it to (nearly) nothing
+      expect(now).toBeGreaterThanOrEqual(last);
+      last = now;
+      await new Promise((r) => setTimeout(r, Math.max(0, 1000 - (Date.now() - t))));
+    }
+    expect(last).toBeGreaterThan(QUIET);
+    expect(await advances()).toBe(before);
+
+    // quiet again: advanced again, the connector still stopped
+    await eventually(async () => (await retained()) < QUIET, 150_000, 'the slot to be advanced once the cluster is quiet again');
+    expect(await f.supervised()).toMatchObject({ state: 'idle', stopped_at: stoppedAt });
+    expect(await f.connectState()).toBe('STOPPED');
+    // and nothing lost: a row committed now wakes it and arrives, once
+    await f.insert('after');
+    await eventually(async () => f.notes().includes('after'), 60_000, 'the row after');
+    expect(f.notes().filter((n) => n === 'after')).toHaveLength(1);
+    // (each quiet spell takes 30 s to be seen, and two advances 15 s apart: quiet-cluster.ts)
+  }, 420_000);
+});
