@@ -56,7 +56,7 @@ import type { AppContext } from '../context.js';
 import { publicationName, slotName } from './connector.js';
 import { idleSlotAdvances } from '../lib/metrics.js';
 import { byCluster, StatsReaders, WRITES, whyNotQuiet, type OwnBackend } from './quiet-database.js';
-import { advanceThreshold, ClusterPace, SlotFloors } from './quiet-cluster.js';
+import { advanceThreshold, ClusterPace, quietReason, SlotFloors } from './quiet-cluster.js';
 
 type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'projectDbs' | 'log'>;
 
@@ -437,12 +437,12 @@ export class IdleSlotAdvancer {
       this.#queue.delete(w.ref);
       if (r === 'advanced') {
         this.#advancedAt.set(w.ref, Date.now());
-        if (held !== undefined) this.#floors.advanced(w.ref, held, this.ctx.cfg.CAPTURE_IDLE_QUIET_WAL);
+        // only step 7's passes judge a floor: what a busy cluster's advance leaves is its pace
+        if (w.quiet && held !== undefined) this.#floors.advanced(w.ref, held, this.ctx.cfg.CAPTURE_IDLE_QUIET_WAL);
+        else this.#floors.forget(w.ref);
         idleSlotAdvances.inc({ how: how.peeked ? 'peek' : 'counters' });
         const shown = how.peeked ? 'a peek showed it' : 'its write counters showed it; no peek';
-        const why = w.quiet
-          ? `the cluster is quiet (${mb(w.quiet.written)} MB of WAL in 30 s) and the slot held ${mb(w.quiet.held)} MB, more than CAPTURE_IDLE_QUIET_WAL over its floor`
-          : "it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL";
+        const why = w.quiet ? quietReason(w.quiet) : "it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL";
         this.log.info(
           { project: w.ref, connector: w.connector, peeked: how.peeked, peek_because: how.because, quiet: w.quiet !== undefined, held_after: held },
           `idle slot advanced: ${why}, none of it a message (${shown})`,
@@ -494,5 +494,3 @@ export async function wakeIdleProjects(ctx: Ctx, log: Pick<Ctx['log'], 'info' | 
     );
   }
 }
-
-const mb = (bytes: number) => (bytes / 1048576).toFixed(1);

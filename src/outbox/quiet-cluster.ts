@@ -109,3 +109,9 @@ export function advanceThreshold(o: { maxWal: number; quietWal: number; written:
   const quiet = o.quietWal > 0 && o.written !== null && o.written < o.quietWal;
   return quiet ? { bytes: Math.min(o.maxWal, o.floor + o.quietWal), quiet } : { bytes: o.maxWal, quiet };
 }
+
+/** Why step 7 advanced a slot, for the log line. */
+export function quietReason(q: { held: number; written: number }): string {
+  const mb = (bytes: number) => (bytes / 1048576).toFixed(1);
+  return `the cluster is quiet (${mb(q.written)} MB of WAL in 30 s) and the slot held ${mb(q.held)} MB, more than CAPTURE_IDLE_QUIET_WAL over its floor`;
+}
