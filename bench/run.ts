@@ -202,11 +202,11 @@ async function main() {
       for (let n = first; n > 0 && Date.now() - t1 < 300_000; n = (await stopped()).due) await new Promise((r) => setTimeout(r, 1000));
       // Then step 7 (quiet-cluster.ts): once the cluster has been quiet for 30 s, idle slots holding
       // more than CAPTURE_IDLE_QUIET_WAL are advanced, two passes each; waited for too, or they land
-      // in the phase. Given up after 45 s without progress (a slot held by an open transaction
-      // keeps its floor) or 300 s in all.
+      // in the phase. Given up after 90 s without progress (30 s to see the quiet, then two passes
+      // a slot; a slot held by an open transaction keeps its floor) or 300 s in all.
       const quietFirst = (await stopped()).quiet_due;
       const t2 = Date.now();
-      for (let n = quietFirst, best = n, progress = t2; n > 0 && Date.now() - t2 < 300_000 && Date.now() - progress < 45_000; n = (await stopped()).quiet_due) {
+      for (let n = quietFirst, best = n, progress = t2; n > 0 && Date.now() - t2 < 300_000 && Date.now() - progress < 90_000; n = (await stopped()).quiet_due) {
         if (n < best) [best, progress] = [n, Date.now()];
         await new Promise((r) => setTimeout(r, 1000));
       }

@@ -35,8 +35,8 @@
 // A transaction left open anywhere in the cluster (any database: the slot tracks every transaction
 // id) holds restart_lsn where it began, however often the slot is advanced. SlotFloors tells that
 // apart: an advance that leaves more than CAPTURE_IDLE_QUIET_WAL is followed by a second (after
-// ADVANCE_SPACING_MS); if that one leaves more too, what it left is the slot's floor, and it comes
-// due again only at CAPTURE_IDLE_QUIET_WAL over that. Without the floor, a hundred idle slots held
+// ADVANCE_SPACING_MS); if that one leaves more too, what it left is the slot's floor, and the next
+// pair of passes comes only at CAPTURE_IDLE_QUIET_WAL over that. Without the floor, a hundred idle slots held
 // by one open transaction would each be decoded every 15 s.
 
 /**
@@ -82,9 +82,10 @@ export class SlotFloors {
       this.#slots.delete(ref);
       return;
     }
-    // the first: the second pass empties it (above); the second too: something holds it
+    // the first of a pair: the second pass empties it (above); the second too: something holds it,
+    // and the next pair comes once the cluster has written CAPTURE_IDLE_QUIET_WAL more
     const misses = (this.#slots.get(ref)?.misses ?? 0) + 1;
-    this.#slots.set(ref, { misses, floor: misses === 1 ? 0 : held });
+    this.#slots.set(ref, { misses, floor: misses % 2 === 1 ? 0 : held });
   }
 
   /** What the slot may hold over CAPTURE_IDLE_QUIET_WAL before step 7 advances it. */

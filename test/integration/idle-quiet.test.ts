@@ -7,6 +7,7 @@
 // The cluster is the test stack's, shared with the file running beside this one, so "quiet" is set
 // at 16 MB in 30 s here (the default is 1 MB): the neighbour's writes stay under it, this file's
 // filler does not.
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idleSlotAdvances } from '../../src/lib/metrics.js';
 import { slotName } from '../../src/outbox/index.js';
@@ -91,5 +92,39 @@ describe('idle capture: a quiet cluster empties its idle slots', () => {
     await eventually(async () => f.notes().includes('after'), 60_000, 'the row after');
     expect(f.notes().filter((n) => n === 'after')).toHaveLength(1);
     // (each quiet spell takes 30 s to be seen, and two advances 15 s apart: quiet-cluster.ts)
+  }, 420_000);
+
+  // The cost bound. A transaction left open anywhere in the cluster (here the admin database: the
+  // slot tracks every transaction id) holds every slot's restart_lsn where it began, however often
+  // the slot is advanced. Without the floor, step 7 would decode the whole slot every 15 s for as
+  // long as that transaction stays open, for every idle project of the cluster.
+  it('leaves alone a slot that a transaction open in the cluster keeps full, after two passes, until the cluster has written CAPTURE_IDLE_QUIET_WAL more', async () => {
+    await idleAndSettled();
+    const open = new pg.Client({ connectionString: stack().adminDatabaseUrl });
+    await open.connect();
+    try {
+      await open.query(`begin; insert into ${table} values ('held open')`);
+      const before = await advances();
+      await fill(24);
+      // two passes (the second is where an emptied slot would be found), both leaving it full
+      await eventually(async () => (await advances()) >= before + 2, 150_000, 'two advances of the slot once the cluster is quiet');
+      expect(await retained()).toBeGreaterThan(QUIET);
+      // then none: the slot's floor is what it holds, and the cluster writes nothing more. Without
+      // the floor, three more in these 50 s (one every 15 s)
+      await new Promise((r) => setTimeout(r, 50_000));
+      expect(await advances()).toBe(before + 2);
+      expect(await f.connectState()).toBe('STOPPED');
+      // the transaction ends, and once the cluster has written CAPTURE_IDLE_QUIET_WAL more and is
+      // quiet again, the slot is emptied
+      await open.query('commit');
+      await fill(20);
+      await eventually(async () => (await retained()) < QUIET, 150_000, 'the slot to be emptied once the transaction ended');
+      expect(await f.connectState()).toBe('STOPPED');
+    } finally {
+      await open.end().catch(() => {});
+    }
+    await f.insert('last');
+    await eventually(async () => f.notes().includes('last'), 60_000, 'the row after');
+    expect(f.notes().filter((n) => n === 'last')).toHaveLength(1);
   }, 420_000);
 });
