@@ -188,8 +188,9 @@ const schema = z.object({
   CAPTURE_IDLE_MAX_WAL: bytes.prefault('64MB'),
   /**
    * While a database cluster writes less WAL than this in 30 s (quiet), its idle slots are advanced
-   * as soon as they hold this much more than they did after their last advance (idle capture, step
-   * 7: quiet-cluster.ts), so a wake has almost nothing to decode. 0 turns it off (step 6 only).
+   * as soon as they hold more than this (over their floor: what a transaction held open in the
+   * cluster keeps; idle capture, step 7: quiet-cluster.ts), so a wake has almost nothing to decode.
+   * 0 turns it off (step 6 only).
    */
   CAPTURE_IDLE_QUIET_WAL: bytes.prefault('1MB'),
   /**

@@ -11,12 +11,12 @@
 // decodes again from the last running-transactions record (up to 15 s of WAL) before it.
 //
 // So the lower threshold, CAPTURE_IDLE_QUIET_WAL, applies only while the cluster is quiet: it wrote
-// less than that over the last QUIET_WINDOW_MS (30 s). Then every idle slot holding more than that is
-// advanced, by the same background advancer as step 6 (one at a time, at most once per
-// ADVANCE_SPACING_MS each). What it costs is bounded by the quiet itself: on a quiet cluster an
-// advance empties the slot, and the slot comes due again only once the cluster has written
-// CAPTURE_IDLE_QUIET_WAL more; the WAL it decodes is WAL the next wake, refresh or step 6 would have
-// decoded anyway. A busy cluster is left to step 6, as before.
+// less than that over the last QUIET_WINDOW_MS (30 s). Then every idle slot holding more than that
+// is advanced, by the same background advancer as step 6 (one at a time, at most once per
+// ADVANCE_SPACING_MS each). What it costs is bounded by the quiet itself: on a quiet cluster two
+// passes empty the slot (below), and it comes due again only once the cluster has written
+// CAPTURE_IDLE_QUIET_WAL more; the WAL it decodes is WAL the next wake, refresh or step 6 would
+// have decoded anyway. A busy cluster is left to step 6, as before.
 //
 // One advance does not empty a slot; two do. PostgreSQL moves restart_lsn only to a snapshot it
 // took at a running-transactions record (logged every 15 s while WAL is written, up to ~25 s apart
@@ -36,8 +36,8 @@
 // id) holds restart_lsn where it began, however often the slot is advanced. SlotFloors tells that
 // apart: an advance that leaves more than CAPTURE_IDLE_QUIET_WAL is followed by a second (after
 // ADVANCE_SPACING_MS); if that one leaves more too, what it left is the slot's floor, and the next
-// pair of passes comes only at CAPTURE_IDLE_QUIET_WAL over that. Without the floor, a hundred idle slots held
-// by one open transaction would each be decoded every 15 s.
+// pair of passes comes only at CAPTURE_IDLE_QUIET_WAL over that. Without the floor, a hundred idle
+// slots held by one open transaction would each be decoded every 15 s.
 
 /**
  * The window a cluster's quiet is judged on. PostgreSQL logs the running transactions (which is as
