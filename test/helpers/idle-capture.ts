@@ -36,6 +36,11 @@ export interface IdleCaptureFixture {
    * called. Meanwhile nothing stops, resumes or restarts the connector behind the test's back.
    */
   holdSupervision(): Promise<() => Promise<void>>;
+  /**
+   * Waits for the project to be idle and settled: the same stop for 6 s (a first stop may be
+   * followed by one more wake and stop). Returns that stop's stopped_at.
+   */
+  settledIdle(): Promise<Date>;
   stop(): Promise<void>;
 }
 
@@ -81,6 +86,18 @@ export async function startIdleCapture(env: Record<string, string>): Promise<Idl
       return async () => {
         await c.end();
       };
+    },
+    async settledIdle() {
+      let stoppedAt = new Date(0);
+      await eventually(async () => {
+        const s = (await svc.ctx.db.query('select state, stopped_at from connector_supervision where project_ref = $1', [project.ref])).rows[0];
+        if (s?.state !== 'idle') return false;
+        const same = (s.stopped_at as Date).getTime() === stoppedAt.getTime();
+        stoppedAt = s.stopped_at as Date;
+        if (!same) await new Promise((r) => setTimeout(r, 6000));
+        return same;
+      }, 120_000, 'the project to stay idle');
+      return stoppedAt;
     },
     async stop() {
       await svc.stop();

@@ -37,23 +37,10 @@ describe('idle capture: a quiet cluster empties its idle slots', () => {
   /** about `mb` MB of WAL in another database of the cluster (1 kB rows) */
   const fill = (mb: number) => sql(stack().adminDatabaseUrl, `insert into ${table} select repeat(md5(g::text), 32) from generate_series(1, $1) g`, [mb * 900]);
 
-  const idleAndSettled = async () => {
-    let stoppedAt = new Date(0);
-    await eventually(async () => {
-      const s = await f.supervised();
-      if (s?.state !== 'idle') return false;
-      const same = (s.stopped_at as Date).getTime() === stoppedAt.getTime();
-      stoppedAt = s.stopped_at as Date;
-      if (!same) await new Promise((r) => setTimeout(r, 6000));
-      return same;
-    }, 120_000, 'the project to stay idle');
-    return stoppedAt;
-  };
-
   it('advances an idle slot once the cluster is quiet, leaves it alone while the cluster writes, and never resumes the connector for it', async () => {
     await f.insert('before');
     await eventually(async () => f.notes().includes('before'), 60_000, 'the first row');
-    const stoppedAt = await idleAndSettled();
+    const stoppedAt = await f.settledIdle();
     // 24 MB once, then quiet: the slot holds more than CAPTURE_IDLE_QUIET_WAL over its floor
     const first = await advances();
     await fill(24);
@@ -99,7 +86,7 @@ describe('idle capture: a quiet cluster empties its idle slots', () => {
   // the slot is advanced. Without the floor, step 7 would decode the whole slot every 15 s for as
   // long as that transaction stays open, for every idle project of the cluster.
   it('leaves alone a slot that a transaction open in the cluster keeps full, after two passes, until the cluster has written CAPTURE_IDLE_QUIET_WAL more', async () => {
-    await idleAndSettled();
+    await f.settledIdle();
     const open = new pg.Client({ connectionString: stack().adminDatabaseUrl });
     await open.connect();
     try {

@@ -53,16 +53,7 @@ describe('idle capture: WAL held by an idle slot', () => {
   it('moves a stopped connector\'s slot that holds more than CAPTURE_IDLE_MAX_WAL, without a peek when the counters prove it, and loses nothing', async () => {
     await f.insert('before');
     await eventually(async () => f.notes().includes('before'), 60_000, 'the first row');
-    // idle, and settled: the same stop for 6 s (a first stop may be followed by one more wake and stop)
-    let stoppedAt = new Date(0);
-    await eventually(async () => {
-      const s = await f.supervised();
-      if (s?.state !== 'idle') return false;
-      const same = (s.stopped_at as Date).getTime() === stoppedAt.getTime();
-      stoppedAt = s.stopped_at as Date;
-      if (!same) await new Promise((r) => setTimeout(r, 6000));
-      return same;
-    }, 120_000, 'the project to stay idle');
+    const stoppedAt = await f.settledIdle();
     // every connection to the project's database has published its counters for certain (idle for
     // QUIET_AFTER), so the counters can stand in for the peek (quiet-database.ts)
     await eventually(async () => (await unsettled(QUIET_AFTER_MS + 1000)).length === 0, 60_000, 'connections to the project database to settle');
