@@ -20,6 +20,11 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
+          // needs a cluster to itself (test/crash/vitest.config.ts runs it alone): it waits for the
+          // cluster to go quiet, and holds a transaction open, which holds up every slot created
+          // beside it (the first CI run with it beside the others: both its tests waited in vain
+          // for quiet, and dashboard-capture's set-up timed out creating its slot)
+          exclude: ['test/integration/idle-quiet.test.ts'],
           environment: 'node',
           globalSetup: ['test/helpers/global-setup.ts'],
           testTimeout: 120_000,
