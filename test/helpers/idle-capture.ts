@@ -5,6 +5,7 @@
 import { expect } from 'vitest';
 import pg from 'pg';
 import { slotName } from '../../src/outbox/index.js';
+import { QUIET_AFTER_MS } from '../../src/outbox/quiet-database.js';
 import { LOCK_KEY } from '../../src/outbox/supervisor.js';
 import { dbUrl, eventually, sql, stack } from './env.js';
 import { Receiver } from './receiver.js';
@@ -37,8 +38,12 @@ export interface IdleCaptureFixture {
    */
   holdSupervision(): Promise<() => Promise<void>>;
   /**
-   * Waits for the project to be idle and settled: the same stop for 6 s (a first stop may be
-   * followed by one more wake and stop). Returns that stop's stopped_at.
+   * Waits for the project to be idle and settled: the same stop for QUIET_AFTER plus a check. A
+   * stop can be followed by a wake for nothing: a write made before it on a connection that stays
+   * open (the service's own pool creating the webhook's trigger, say) may have its counters
+   * published up to 10 s later (PGSTAT_IDLE_INTERVAL), after W0 was read; CI saw one 7 s after
+   * the stop. Once the stop has stood that long, every write before it is counted in W0. Returns
+   * that stop's stopped_at.
    */
   settledIdle(): Promise<Date>;
   stop(): Promise<void>;
@@ -64,6 +69,8 @@ export async function startIdleCapture(env: Record<string, string>): Promise<Idl
     if (name === connector) connectCalls.push({ op: target });
     return setTarget(name, target);
   };
+  const supervised: IdleCaptureFixture['supervised'] = async () =>
+    (await svc.ctx.db.query('select state, stopped_at, resumed_at from connector_supervision where project_ref = $1', [project.ref])).rows[0];
   return {
     connectCalls,
     svc,
@@ -71,7 +78,7 @@ export async function startIdleCapture(env: Record<string, string>): Promise<Idl
     receiver,
     connector,
     connectState: async () => ((await (await fetch(`${stack().connectUrl}/connectors/${connector}/status`)).json()) as { connector: { state: string } }).connector.state,
-    supervised: async () => (await svc.ctx.db.query('select state, stopped_at, resumed_at from connector_supervision where project_ref = $1', [project.ref])).rows[0],
+    supervised,
     notes: () => receiver.requests.map((q) => JSON.parse(q.body).record.note as string),
     insert: (note) => sql(project.databaseUrl, 'insert into public.crates (note) values ($1)', [note]),
     walsender: async () => (await sql(project.databaseUrl, 'select active from pg_replication_slots where slot_name = $1', [slotName(project.ref, svc.cfg.TOPIC_PREFIX)])).rows[0]?.active,
@@ -90,13 +97,13 @@ export async function startIdleCapture(env: Record<string, string>): Promise<Idl
     async settledIdle() {
       let stoppedAt = new Date(0);
       await eventually(async () => {
-        const s = (await svc.ctx.db.query('select state, stopped_at from connector_supervision where project_ref = $1', [project.ref])).rows[0];
+        const s = await supervised();
         if (s?.state !== 'idle') return false;
-        const same = (s.stopped_at as Date).getTime() === stoppedAt.getTime();
-        stoppedAt = s.stopped_at as Date;
-        if (!same) await new Promise((r) => setTimeout(r, 6000));
+        const same = s.stopped_at!.getTime() === stoppedAt.getTime();
+        stoppedAt = s.stopped_at!;
+        if (!same) await new Promise((r) => setTimeout(r, QUIET_AFTER_MS + 2000));
         return same;
-      }, 120_000, 'the project to stay idle');
+      }, 180_000, 'the project to stay idle');
       return stoppedAt;
     },
     async stop() {
