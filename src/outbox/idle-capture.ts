@@ -282,17 +282,16 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[], advancer: Pi
         // a connection kept open (a new one every check would cost the cluster a backend start each
         // time) that only ever reads, so step 6 knows it never enqueues (quiet-database.ts)
         const read = (text: string, params: unknown[]) => readers.query(key, url, text, params);
-        const [r, s] = await Promise.all([
-          read(`select datname, (${WRITES})::float8 as writes from pg_stat_database where datname = any($1)`, [members.map((m) => m.db)]),
-          // step 6: the WAL each idle slot holds, and how much more it may before it is lost; step 7:
-          // where the WAL ends (bytes), for how much the cluster wrote lately
-          read(
-            `select slot_name, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as retained, safe_wal_size::float8 as safe,
-                    pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 as wal_end
-               from pg_replication_slots where slot_name = any($1)`,
-            [members.map((m) => slotName(m.p.ref, ctx.cfg.TOPIC_PREFIX))],
-          ),
-        ]);
+        // (one after the other: one connection runs one statement at a time)
+        const r = await read(`select datname, (${WRITES})::float8 as writes from pg_stat_database where datname = any($1)`, [members.map((m) => m.db)]);
+        // step 6: the WAL each idle slot holds, and how much more it may before it is lost; step 7:
+        // where the WAL ends (bytes), for how much the cluster wrote lately
+        const s = await read(
+          `select slot_name, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as retained, safe_wal_size::float8 as safe,
+                  pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 as wal_end
+             from pg_replication_slots where slot_name = any($1)`,
+          [members.map((m) => slotName(m.p.ref, ctx.cfg.TOPIC_PREFIX))],
+        );
         const writes = new Map(r.rows.map((x) => [x.datname as string, Number(x.writes)]));
         const slots = new Map(s.rows.map((x) => [x.slot_name as string, x as { retained: number | null; safe: number | null }]));
         const max = ctx.cfg.CAPTURE_IDLE_MAX_WAL;
@@ -427,7 +426,8 @@ export class IdleSlotAdvancer {
         stopped: () => cur.cancelled === true,
         own: () => this.readers.own(),
         decided: (h) => (how = h),
-        held: (bytes) => (held = bytes),
+        // what the slot still holds after the advance: only step 7 judges a floor on it
+        ...(w.quiet && { held: (bytes: number) => (held = bytes) }),
       };
       const r = await advanceIdleSlot(this.ctx, w.ref, w.connector, hooks).catch((err) => {
         this.log.warn({ err, project: w.ref }, 'advancing an idle slot failed or was cancelled; resuming its connector instead');
@@ -438,7 +438,7 @@ export class IdleSlotAdvancer {
       if (r === 'advanced') {
         this.#advancedAt.set(w.ref, Date.now());
         // only step 7's passes judge a floor: what a busy cluster's advance leaves is its pace
-        if (w.quiet && held !== undefined) this.#floors.advanced(w.ref, held, this.ctx.cfg.CAPTURE_IDLE_QUIET_WAL);
+        if (held !== undefined) this.#floors.advanced(w.ref, held, this.ctx.cfg.CAPTURE_IDLE_QUIET_WAL);
         else this.#floors.forget(w.ref);
         idleSlotAdvances.inc({ how: how.peeked ? 'peek' : 'counters' });
         const shown = how.peeked ? 'a peek showed it' : 'its write counters showed it; no peek';
