@@ -438,7 +438,7 @@ export class IdleSlotAdvancer {
       if (r === 'advanced') {
         this.#advancedAt.set(w.ref, Date.now());
         // only step 7's passes judge a floor: what a busy cluster's advance leaves is its pace
-        if (held !== undefined) this.#floors.advanced(w.ref, held, this.ctx.cfg.CAPTURE_IDLE_QUIET_WAL);
+        if (w.quiet && held !== undefined) this.#floors.advanced(w.ref, held, this.ctx.cfg.CAPTURE_IDLE_QUIET_WAL);
         else this.#floors.forget(w.ref);
         idleSlotAdvances.inc({ how: how.peeked ? 'peek' : 'counters' });
         const shown = how.peeked ? 'a peek showed it' : 'its write counters showed it; no peek';

@@ -81,14 +81,19 @@ describe('SlotFloors', () => {
     f.advanced('p', 25 * MB, 1 * MB);
     expect(f.floor('p')).toBe(25 * MB);
     f.advanced('p', 26 * MB, 1 * MB);
+    expect(f.floor('p')).toBe(0);
+    // emptied: the floor goes, and the count of passes starts again (the next miss is a first)
     f.advanced('p', 0.1 * MB, 1 * MB);
     expect(f.floor('p')).toBe(0);
     f.advanced('p', 22 * MB, 1 * MB);
+    expect(f.floor('p')).toBe(0);
     f.advanced('p', 23 * MB, 1 * MB);
+    expect(f.floor('p')).toBe(23 * MB);
     f.forget('p');
     expect(f.floor('p')).toBe(0);
     f.advanced('q', 22 * MB, 1 * MB);
     f.advanced('q', 22 * MB, 1 * MB);
+    expect(f.floor('q')).toBe(22 * MB);
     f.clear();
     expect(f.floor('q')).toBe(0);
   });
