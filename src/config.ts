@@ -167,7 +167,7 @@ const schema = z.object({
    */
   CAPTURE_IDLE_AFTER: duration.prefault('10m'),
   /** How often the databases of stopped (idle) projects are checked for writes, one query per cluster. */
-  CAPTURE_WAKE_INTERVAL: duration.prefault('250ms'),
+  CAPTURE_WAKE_INTERVAL: duration.prefault('100ms'),
   /** A stopped connector is resumed at least this often, so its slot advances (and releases WAL) even with no write. */
   CAPTURE_IDLE_REFRESH: duration.prefault('30m'),
   /**

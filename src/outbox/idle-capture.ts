@@ -244,8 +244,9 @@ async function setCaptureIdlePublished(url: string, idle: boolean, ctx: Pick<Ctx
 export interface IdleProject {
   ref: string;
   connector: string;
-  wake_writes: number;
-  stopped_at: Date;
+  wake_writes: string | null;
+  /** connector_supervision.stopped_at, in ms since the epoch */
+  stopped_ms: number;
   /** projects.database_url_enc, read in the same query (ProjectDatabases.open) */
   database_url_enc: Buffer;
 }
@@ -272,37 +273,40 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[], advancer: Pi
   const out: Wake[] = [];
   const checked: { item: IdleProject; url: string }[] = [];
   for (const p of idle) {
-    if (now - p.stopped_at.getTime() >= ctx.cfg.CAPTURE_IDLE_REFRESH) out.push({ ref: p.ref, connector: p.connector, why: 'refresh' });
+    if (now - p.stopped_ms >= ctx.cfg.CAPTURE_IDLE_REFRESH) out.push({ ref: p.ref, connector: p.connector, why: 'refresh' });
     else checked.push({ item: p, url: ctx.projectDbs.open(p.ref, p.database_url_enc) });
   }
   await Promise.all(
     [...byCluster(checked)].map(async ([key, { url, members: inCluster }]) => {
       const members = inCluster.map((m) => ({ p: m.item, db: databaseName(m.url) }));
       try {
-        // a connection kept open (a new one every check would cost the cluster a backend start each
-        // time) that only ever reads, so step 6 knows it never enqueues (quiet-database.ts)
-        const read = (text: string, params: unknown[]) => readers.query(key, url, text, params);
-        // (one after the other: one connection runs one statement at a time)
-        const r = await read(`select datname, (${WRITES})::float8 as writes from pg_stat_database where datname = any($1)`, [members.map((m) => m.db)]);
-        // step 6: the WAL each idle slot holds, and how much more it may before it is lost; step 7:
-        // where the WAL ends (bytes), for how much the cluster wrote lately
-        const s = await read(
-          `select slot_name, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as retained, safe_wal_size::float8 as safe,
-                  pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 as wal_end
-             from pg_replication_slots where slot_name = any($1)`,
-          [members.map((m) => slotName(m.p.ref, ctx.cfg.TOPIC_PREFIX))],
+        // On a kept-open connection that only reads (step 6 knows it never enqueues). One statement:
+        // the databases whose counters moved since W0 or are gone (step 4; compared in SQL, so a
+        // check that finds nothing parses no rows), and at most once a second (ClusterPace.due) the
+        // WAL each idle slot holds and may still hold (step 6) and where the WAL ends (step 7).
+        const slotsDue = advancer.pace.due(key, now);
+        const { rows } = await readers.query(key, url,
+          `select 'db' as kind, w.name, null::float8 as retained, null::float8 as safe, null::float8 as wal_end
+             from unnest($1::text[], $2::numeric[]) as w(name, w0)
+             left join (select datname, (${WRITES})::numeric as writes from pg_stat_database where datname = any($1)) d on d.datname = w.name
+            where d.datname is null or w.w0 is null or d.writes <> w.w0
+           union all
+           select 'slot', slot_name, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8, safe_wal_size::float8,
+                  pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8
+             from pg_replication_slots where $4 and slot_name = any($3)`,
+          [members.map((m) => m.db), members.map((m) => (m.p.wake_writes === null ? null : String(m.p.wake_writes))), members.map((m) => slotName(m.p.ref, ctx.cfg.TOPIC_PREFIX)), slotsDue],
         );
-        const writes = new Map(r.rows.map((x) => [x.datname as string, Number(x.writes)]));
-        const slots = new Map(s.rows.map((x) => [x.slot_name as string, x as { retained: number | null; safe: number | null }]));
+        const moved = new Set(rows.filter((x) => x.kind === 'db').map((x) => x.name as string));
+        const slotRows = rows.filter((x) => x.kind === 'slot');
+        const slots = new Map(slotRows.map((x) => [x.name as string, x as { retained: number | null; safe: number | null }]));
         const max = ctx.cfg.CAPTURE_IDLE_MAX_WAL;
-        const written = s.rows.length > 0 ? advancer.pace.record(key, Number(s.rows[0].wal_end)) : null;
+        const written = slotRows.length > 0 ? advancer.pace.record(key, Number(slotRows[0].wal_end)) : null;
         for (const m of members) {
-          const w = writes.get(m.db);
           const slot = slots.get(slotName(m.p.ref, ctx.cfg.TOPIC_PREFIX));
           const held = slot?.retained ?? 0;
           const limit = advanceThreshold({ maxWal: max, quietWal: ctx.cfg.CAPTURE_IDLE_QUIET_WAL, written, floor: advancer.floor(m.p.ref) });
           // moved either way: a write, or the statistics were reset (resume rather than guess)
-          if (w === undefined || w !== Number(m.p.wake_writes)) out.push({ ref: m.p.ref, connector: m.p.connector, why: 'write' });
+          if (moved.has(m.db)) out.push({ ref: m.p.ref, connector: m.p.connector, why: 'write' });
           else if (slot && (held > limit.bytes || (slot.safe !== null && slot.safe < max))) {
             const quiet = limit.quiet && held <= max ? { held, written: written! } : undefined;
             out.push({ ref: m.p.ref, connector: m.p.connector, why: 'wal', nearLoss: slot.safe !== null && slot.safe < max, ...(quiet && { quiet }) });
@@ -460,7 +464,7 @@ export class IdleSlotAdvancer {
 export async function wakeIdleProjects(ctx: Ctx, log: Pick<Ctx['log'], 'info' | 'warn'>, advancer: IdleSlotAdvancer): Promise<void> {
   const idle = (
     await ctx.db.query<IdleProject>(
-      `select s.project_ref as ref, s.connector, s.wake_writes, s.stopped_at, p.database_url_enc
+      `select s.project_ref as ref, s.connector, s.wake_writes::text, (extract(epoch from s.stopped_at) * 1000)::float8 as stopped_ms, p.database_url_enc
          from connector_supervision s join projects p on p.ref = s.project_ref where s.state = 'idle'`,
     )
   ).rows;

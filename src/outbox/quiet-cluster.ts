@@ -48,6 +48,9 @@
  */
 export const QUIET_WINDOW_MS = 30_000;
 
+/** How often the wake check reads a cluster's idle slots (ClusterPace.due). */
+export const SLOT_READ_MS = 1_000;
+
 /** How much WAL each cluster wrote over the last QUIET_WINDOW_MS, from the wake check's readings. */
 export class ClusterPace {
   /** per cluster: readings in order, the oldest the newest one at least a window old */
@@ -65,6 +68,15 @@ export class ClusterPace {
     while (r.length > 1 && now - r[1].at >= QUIET_WINDOW_MS) r.shift();
     this.#readings.set(cluster, r);
     return now - r[0].at >= QUIET_WINDOW_MS ? lsn - r[0].lsn : null;
+  }
+
+  /**
+   * Whether the cluster's slots are due to be read: at most once per SLOT_READ_MS. Steps 6 and 7
+   * need no more, and the wake check, which carries the read, runs every CAPTURE_WAKE_INTERVAL.
+   */
+  due(cluster: string, now = Date.now()): boolean {
+    const r = this.#readings.get(cluster);
+    return !r || r.length === 0 || now - r[r.length - 1].at >= SLOT_READ_MS;
   }
 
   clear(): void {

@@ -1,7 +1,7 @@
 // Step 7 of idle capture's rule (quiet-cluster.ts): what counts as a quiet cluster, and the WAL an
 // idle slot may hold on one. The integration test (idle-quiet.test.ts) shows it on the real stack.
 import { describe, expect, it } from 'vitest';
-import { advanceThreshold, ClusterPace, QUIET_WINDOW_MS, SlotFloors } from '../../../src/outbox/quiet-cluster.js';
+import { advanceThreshold, ClusterPace, QUIET_WINDOW_MS, SLOT_READ_MS, SlotFloors } from '../../../src/outbox/quiet-cluster.js';
 
 const MB = 1024 * 1024;
 
@@ -31,6 +31,20 @@ describe('ClusterPace', () => {
     p.record('a', 0, 0);
     p.clear();
     expect(p.record('a', 0, QUIET_WINDOW_MS)).toBeNull();
+  });
+
+  it("has a cluster's slots read at most once per SLOT_READ_MS, each cluster on its own, and at once after clear()", () => {
+    const p = new ClusterPace();
+    expect(p.due('a', 0)).toBe(true);
+    p.record('a', 0, 0);
+    expect(p.due('a', 1)).toBe(false);
+    expect(p.due('a', SLOT_READ_MS - 1)).toBe(false);
+    expect(p.due('b', 1)).toBe(true);
+    expect(p.due('a', SLOT_READ_MS)).toBe(true);
+    p.record('a', 10, SLOT_READ_MS);
+    expect(p.due('a', SLOT_READ_MS + 1)).toBe(false);
+    p.clear();
+    expect(p.due('a', SLOT_READ_MS + 1)).toBe(true);
   });
 });
 
