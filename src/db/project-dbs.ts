@@ -23,7 +23,7 @@ export class ProjectDatabases {
   /**
    * The connection string sealed in a projects row read by the caller. Opening it is kept per
    * project until the sealed value changes (a new URL, a re-seal under another master key): the
-   * idle projects' wake check reads every idle project's URL four times a second.
+   * idle projects' wake check reads every idle project's URL every CAPTURE_WAKE_INTERVAL (100 ms).
    */
   open(ref: string, sealed: Buffer): string {
     const last = this.#opened.get(ref);
