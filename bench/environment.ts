@@ -90,8 +90,8 @@ export class BenchService {
     private readonly stack: Stack,
     private readonly logFile: string,
     private readonly extraEnv: Record<string, string>,
-    /** extra node flags, e.g. --cpu-prof to see where the service's CPU goes */
-    private readonly nodeFlags: string[] = [],
+    /** node's arguments: npm start's flags, extra ones (e.g. --cpu-prof), then its entry point (run.ts) */
+    private readonly nodeArgs: string[],
   ) {}
 
   async start(): Promise<void> {
@@ -114,8 +114,8 @@ export class BenchService {
       ...this.extraEnv,
     };
     const fd = openSync(this.logFile, 'a');
-    // node --import tsx, not the tsx CLI: the CLI would fork, and we must sample the service's own pid
-    this.child = spawn(process.execPath, [...this.nodeFlags, '--import', 'tsx', 'src/main.ts'], { cwd: repoRoot, env: this.env, stdio: ['ignore', fd, fd] });
+    // node itself, not npm: we must sample the service's own pid
+    this.child = spawn(process.execPath, this.nodeArgs, { cwd: repoRoot, env: this.env, stdio: ['ignore', fd, fd] });
     this.child.once('exit', (code, signal) => {
       this.exit = { code, signal, at: new Date().toISOString(), expected: this.stopping };
       if (!this.stopping) this.onUnexpectedExit(this.exit);
@@ -228,7 +228,7 @@ export class BenchService {
     this.exit = null;
     this.env = { ...this.env, ...env };
     const fd = openSync(this.logFile, 'a');
-    this.child = spawn(process.execPath, [...this.nodeFlags, '--import', 'tsx', 'src/main.ts'], { cwd: repoRoot, env: this.env, stdio: ['ignore', fd, fd] });
+    this.child = spawn(process.execPath, this.nodeArgs, { cwd: repoRoot, env: this.env, stdio: ['ignore', fd, fd] });
     this.child.once('exit', (code, signal) => {
       this.exit = { code, signal, at: new Date().toISOString(), expected: this.stopping };
       if (!this.stopping) this.onUnexpectedExit(this.exit);

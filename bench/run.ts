@@ -2,6 +2,7 @@
 // side by side with a graphile-worker baseline, in one run. See docs/benchmark.md.
 //
 // Progress goes to stderr; stdout gets the table and, as its last line, one JSON object.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -80,16 +81,23 @@ async function webhook(svc: BenchService, body: Record<string, unknown>): Promis
   return r.body.id;
 }
 
-/** The V8 flags `npm start` gives node (`node --max-old-space-size=256 --import tsx src/main.ts` → the first). */
-function startScriptNodeFlags(): string[] {
+/**
+ * What `npm start` runs: its node flags and its entry point (`exec node --max-old-space-size=256
+ * --enable-source-maps dist/src/main.js` → those two flags, and dist/src/main.js). Compiled by the
+ * same script as npm start's prestart (scripts/build-service.mjs), so the benchmark measures the
+ * service as it is started.
+ */
+function startScript(): { flags: string[]; entry: string } {
   const start: string = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')).scripts.start;
-  const words = start.split(/\s+/);
+  const words = start.split(/\s+/).filter(Boolean);
+  const node = words.indexOf('node');
   const flags: string[] = [];
-  for (let i = 1; i < words.length; i++) {
-    if (words[i] === '--import') { i++; continue; }
-    if (words[i].startsWith('--')) flags.push(words[i]);
+  for (let i = node + 1; i < words.length; i++) {
+    if (words[i] === '--import' || words[i] === '--require') { flags.push(words[i], words[++i]); continue; }
+    if (words[i].startsWith('--')) { flags.push(words[i]); continue; }
+    return { flags, entry: words[i] };
   }
-  return flags;
+  throw new Error(`package.json's start script names no entry point: ${start}`);
 }
 
 async function main() {
@@ -98,14 +106,16 @@ async function main() {
   await receipts.start();
   // The service runs with the node flags of `npm start` (the heap cap), then BENCH_SERVICE_NODE_FLAGS
   // (e.g. --max-old-space-size=128, to tell V8 heap growth from retained memory; a later flag wins).
-  const nodeFlags = [...startScriptNodeFlags(), ...(env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : [])];
+  const started = startScript();
+  execFileSync(process.execPath, [path.join(repoRoot, 'scripts', 'build-service.mjs')], { stdio: 'inherit' });
+  const nodeFlags = [...started.flags, ...(env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : [])];
   nodeFlags.push(...(env.BENCH_SERVICE_NODE_FLAGS ?? '').split(' ').filter(Boolean));
-  log(`service node flags: ${nodeFlags.join(' ') || '(none)'}`);
+  log(`service: node ${nodeFlags.join(' ')} ${started.entry}`);
   const serviceEnv: Record<string, string> = { DISPATCH_CONCURRENCY: String(dispatchConcurrency) };
   if (idleProjects > 0) serviceEnv.CAPTURE_IDLE_AFTER = captureIdleAfter;
   // the service logs at warn (its info lines cost CPU at these rates); info to see what it did
   if (env.BENCH_SERVICE_LOG_LEVEL) serviceEnv.LOG_LEVEL = env.BENCH_SERVICE_LOG_LEVEL;
-  service = new BenchService(stack, path.join(outDir, 'service.log'), serviceEnv, nodeFlags);
+  service = new BenchService(stack, path.join(outDir, 'service.log'), serviceEnv, [...nodeFlags, started.entry]);
   service.onUnexpectedExit = (e) => log(`THE SERVICE EXITED during the run (code ${e.code}, signal ${e.signal}); delivery phases after this are skipped. See service.log`);
   await service.start();
   const project = await service.createProject();

@@ -1,8 +1,8 @@
 // Where each wake of a sparse run went, stage by stage: the bench's commit and receipt of each
 // project's first message (results.json, phases.sparse.detail.wakes), the service's "connector
 // resumed" line (service.log; only when the run logged at info: BENCH_SERVICE_LOG_LEVEL=info), and
-// Connect's log, whose lines name their connector and task (the task's start, and Debezium's
-// "Processing messages" once it streams). Percentiles of each stage, and the slowest wakes.
+// Connect's log, whose lines name their connector and task (the task's start, Debezium's steps in
+// it, and "Processing messages" once it streams). Percentiles of each stage, and the slowest wakes.
 //
 //   npx tsx bench/wake-stages.ts .bench/<run> [.stack/logs/connect.log]
 import { readFileSync } from 'node:fs';
@@ -21,12 +21,18 @@ for (const line of readFileSync(path.join(dir, 'service.log'), 'utf8').split('\n
   const j = JSON.parse(line) as { msg: string; project: string; time: number };
   if (j.msg === 'database written to: connector resumed') push(resumed, j.project, j.time);
 }
-const [starts, streams] = [new Map<string, number[]>(), new Map<string, number[]>()];
-const pattern = /^\[(\S+) (\S+)\] INFO \[outbox\.[^.]+\.([^|]+)\|task-0\] (Starting PostgresConnectorTask|Processing messages)/;
+// Debezium's own lines, in the order a task start writes them: the task's start; its connections,
+// type registries and offsets read ("Obtained valid replication slot", first time); the schema read
+// and the coordinator ("Starting streaming"); the replication connection (START_REPLICATION, which
+// decodes the slot's WAL from its restart_lsn) until it streams ("Processing messages").
+const MARKERS = ['Starting PostgresConnectorTask', 'Obtained valid replication slot', 'Starting streaming', 'Processing messages'] as const;
+const marks = new Map<(typeof MARKERS)[number], Map<string, number[]>>(MARKERS.map((m) => [m, new Map()]));
+const pattern = new RegExp(`^\\[(\\S+) (\\S+)\\] \\S+ \\[outbox\\.[^.]+\\.([^|]+)\\|task-0\\] (${MARKERS.join('|')})`);
 for (const line of readFileSync(connectLog, 'utf8').split('\n')) {
   const m = pattern.exec(line);
-  if (m) push(m[4].startsWith('Starting') ? starts : streams, m[3], Date.parse(`${m[1]}T${m[2].replace(',', '.')}Z`));
+  if (m) push(marks.get(m[4] as (typeof MARKERS)[number])!, m[3], Date.parse(`${m[1]}T${m[2].replace(',', '.')}Z`));
 }
+const [starts, slots, coordinated, streams] = MARKERS.map((m) => marks.get(m)!);
 /** the first time in `ts` at or after t0 */
 const after = (ts: number[] | undefined, t0: number | null) => (t0 === null ? null : (ts ?? []).filter((t) => t >= t0 - 5).sort((a, b) => a - b)[0] ?? null);
 
@@ -37,12 +43,17 @@ const rows = wakes
     const ref = w.db.replace(/^proj_/, '').replaceAll('_', '-');
     const resume = after(resumed.get(ref), w.committed_at);
     const start = after(starts.get(ref), resume ?? w.committed_at);
-    return { commit: w.committed_at, resume, start, stream: after(streams.get(ref), start), receipt: w.received_at! };
+    const slot = after(slots.get(ref), start);
+    const coordinator = after(coordinated.get(ref), slot ?? start);
+    return { commit: w.committed_at, resume, start, slot, coordinator, stream: after(streams.get(ref), coordinator ?? start), receipt: w.received_at! };
   });
 const stages: [string, (r: (typeof rows)[number]) => number | null][] = [
   ['commit -> resume (service)', (r) => (r.resume === null ? null : r.resume - r.commit)],
   ['commit -> task start', (r) => (r.start === null ? null : r.start - r.commit)],
   ['task start -> streaming', (r) => (r.start === null || r.stream === null ? null : r.stream - r.start)],
+  ['  start -> slot checked', (r) => (r.start === null || r.slot === null ? null : r.slot - r.start)],
+  ['  slot -> streaming starts', (r) => (r.slot === null || r.coordinator === null ? null : r.coordinator - r.slot)],
+  ['  -> processing messages', (r) => (r.coordinator === null || r.stream === null ? null : r.stream - r.coordinator)],
   ['streaming -> receipt', (r) => (r.stream === null ? null : r.receipt - r.stream)],
   ['commit -> receipt', (r) => r.receipt - r.commit],
 ];

@@ -8,7 +8,17 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { PROJECT_REF } from './lib/project-ref.js';
 
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/**
+ * The checkout's root: the nearest directory above this module that holds package.json. The module
+ * is src/config.ts under tsx (tests, scripts) and dist/src/config.js under `npm start`.
+ */
+export const repoRoot = (() => {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  for (let dir = here; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) return path.resolve(here, '..');
+  }
+})();
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -205,6 +215,13 @@ const schema = z.object({
   CAPTURE_SPEED_WINDOW: duration.prefault('60s'),
   CAPTURE_SLOW_AT: z.coerce.number().int().min(0).max(1_000_000).default(2),
   CAPTURE_FAST_AT: z.coerce.number().int().min(1).max(1_000_000).default(6),
+  /**
+   * How long enabling an outbox waits to create its replication slot. PostgreSQL creates a logical
+   * slot only after every transaction holding a transaction id in the cluster (any database) has
+   * ended; past this the enable answers 503 outbox_unavailable saying so, and logs which sessions it
+   * waited on. 0 waits without limit.
+   */
+  OUTBOX_SLOT_WAIT: duration.prefault('30s'),
   /** WAL a replication slot may retain before /health and the logs warn (bytes; suffixes kB, MB, GB). */
   SLOT_RETAINED_WAL_WARN: bytes.prefault('1GB'),
   /**

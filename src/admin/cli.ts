@@ -50,7 +50,9 @@ const commands: Record<string, Handler> = {
     if (r.rowCount === 0) throw new Error(`no project ${v.ref}`);
     if (!r.rows[0].outbox_enabled_at) throw new Error(`the outbox of ${v.ref} is not enabled; nothing to recapture`);
     await disableProjectOutbox(ctx, v.ref!);
-    await ensureOutboxEnabled(ctx, v.ref!);
+    // no OUTBOX_SLOT_WAIT here: the old slot is gone, and giving up would leave schema base enqueueing
+    // what nothing captures; the slot waits for open transactions as long as they last
+    await ensureOutboxEnabled(ctx, v.ref!, { slotWaitMs: 0 });
     const at = new Date().toISOString();
     await recordOperatorAudit(ctx.db, operator(), v.ref!, { action: 'outbox.recapture', resourceType: 'outbox', resourceId: v.ref, details: { capture_from: at } });
     return { ref: v.ref, recaptured: true, capture_from: at };

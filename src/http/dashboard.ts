@@ -3,14 +3,15 @@
 // so nothing outside 'self' is ever needed, and it may not be framed.
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import fastifyStatic from '@fastify/static';
+import { repoRoot } from '../config.js';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { declareScopeAccess } from './access.js';
 
-export const dashboardDist = fileURLToPath(new URL('../../web/dist/', import.meta.url));
+export const dashboardDist = path.join(repoRoot, 'web', 'dist') + path.sep;
 
 export const dashboardCsp = [
   "default-src 'self'",

@@ -1,20 +1,24 @@
-// Enabling a project's outbox: install schema `base` in its database, create the publication and
-// the replication slot, then register its Debezium connector. Every step is idempotent, so this
-// runs on every webhook creation / SMTP configuration / explicit request without harm.
+// Enabling a project's outbox: create the publication (empty) and the replication slot, then
+// install schema `base` and add its table to the publication (one transaction), then register its
+// Debezium connector. Every step is idempotent, so this runs on every webhook creation / SMTP
+// configuration / explicit request without harm.
 //
-// The slot is created here, synchronously, before anything can enqueue: a logical slot only
-// retains changes made after it exists, so creating it before returning is what makes "a committed
-// message is never lost" true from the very first message.
+// The slot is created first, synchronously, before anything can enqueue: a logical slot only
+// retains changes made after it exists, and nothing can enqueue before schema `base` exists, so
+// "a committed message is never lost" holds from the very first message. The publication commits
+// its table with the schema, so no enqueue can fall between the two either. When the slot
+// cannot be created (OUTBOX_SLOT_WAIT), schema base is not installed: base.http_request does not
+// exist yet, and a call fails loudly instead of enqueueing what no slot would capture.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { repoRoot } from '../config.js';
 import { ConnectClient } from '../kafka/index.js';
 import { connectorName, publicationName, renderConnectorConfig, slotName } from './connector.js';
 import { POLL_KEY } from './capture-speed.js';
 
-const baseSchemaSql = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), 'sql', 'base-schema.sql'), 'utf8');
+const baseSchemaSql = readFileSync(path.join(repoRoot, 'src', 'outbox', 'sql', 'base-schema.sql'), 'utf8');
 // Recorded as the comment of schema `base`, so a start can tell an installed schema from an older one.
 export const baseSchemaVersion = `integrations base schema ${createHash('sha256').update(baseSchemaSql).digest('hex').slice(0, 16)}`;
 
@@ -26,6 +30,31 @@ export interface OutboxEnv {
   debeziumDbPort?: number;
   /** CAPTURE_SLOW_POLL in ms: the poll interval of a slow connector, which the refresh keeps (capture-speed.ts) */
   slowPollMs?: number;
+  /** OUTBOX_SLOT_WAIT in ms: how long the slot's creation may wait for open transactions (0: no limit) */
+  slotWaitMs?: number;
+}
+
+/** A session the slot's creation waited on: it holds a transaction id (pg_stat_activity). */
+export interface SlotBlocker {
+  pid: number | null;
+  database: string | null;
+  application: string | null;
+  state: string | null;
+  xact_start: string | null;
+}
+
+/**
+ * The replication slot could not be created within OUTBOX_SLOT_WAIT: PostgreSQL waits for every
+ * transaction with an xid in the cluster to end first. `blockers` are for the operator's log only
+ * (they may name other databases of the cluster).
+ */
+export class SlotWaitError extends Error {
+  constructor(
+    readonly waitedMs: number,
+    readonly blockers: SlotBlocker[],
+  ) {
+    super(`creating the replication slot waited ${waitedMs} ms for transactions open in the database cluster`);
+  }
 }
 
 async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
@@ -39,7 +68,8 @@ async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Pro
   }
 }
 
-export async function installBaseSchema(databaseUrl: string): Promise<void> {
+/** Installs (or re-installs) schema `base`; with `publication`, adds base.outbox to it if missing, in the same transaction. */
+export async function installBaseSchema(databaseUrl: string, publication?: string): Promise<void> {
   await withClient(databaseUrl, async (c) => {
     await c.query('begin');
     try {
@@ -50,6 +80,10 @@ export async function installBaseSchema(databaseUrl: string): Promise<void> {
       await c.query(`set local lock_timeout = '5s'`);
       await c.query(baseSchemaSql);
       await c.query(`comment on schema base is ${pg.escapeLiteral(baseSchemaVersion)}`);
+      // The publication (created empty before the slot: enableOutbox) gets base.outbox in this
+      // transaction, so no enqueue can come before it. (Check-then-alter is safe: concurrent
+      // installs wait on the advisory lock above.)
+      if (publication) await addOutboxToPublication(c, publication);
       await c.query('commit');
     } catch (e) {
       await c.query('rollback').catch(() => {});
@@ -58,22 +92,61 @@ export async function installBaseSchema(databaseUrl: string): Promise<void> {
   });
 }
 
+/** Adds base.outbox to the publication unless it is in it already. */
+async function addOutboxToPublication(c: pg.Client, publication: string): Promise<void> {
+  const member = await c.query(`select 1 from pg_publication_tables where pubname = $1 and schemaname = 'base' and tablename = 'outbox'`, [publication]);
+  if (member.rowCount === 0) await c.query(`alter publication ${pg.escapeIdentifier(publication)} add table base.outbox`);
+}
+
 export async function enableOutbox(env: OutboxEnv, ref: string, databaseUrl: string): Promise<string> {
-  await installBaseSchema(databaseUrl);
   const slot = slotName(ref, env.topicPrefix);
   const publication = publicationName(ref, env.topicPrefix);
   await withClient(databaseUrl, async (c) => {
+    // The publication must exist before the slot: pgoutput looks it up as of each change it
+    // decodes, and fails ("publication does not exist") on WAL written before it. It starts empty
+    // (its table does not exist yet); only inserts matter, as the Outbox Event Router ignores the
+    // deletes that keep the table empty.
+    // When base.outbox already exists (enabled before, then disabled or recaptured), it joins the
+    // publication here, before the slot, so nothing enqueued after the slot is left out.
     const pub = await c.query('select 1 from pg_publication where pubname = $1', [publication]);
-    // Only inserts matter: the Outbox Event Router ignores the deletes that keep the table empty.
-    if (pub.rowCount === 0) await c.query(`create publication ${pg.escapeIdentifier(publication)} for table base.outbox with (publish = 'insert')`).catch(ignoreDuplicate);
+    const table = (await c.query(`select to_regclass('base.outbox') is not null as exists`)).rows[0].exists as boolean;
+    if (pub.rowCount === 0) {
+      await c.query(`create publication ${pg.escapeIdentifier(publication)} ${table ? 'for table base.outbox ' : ''}with (publish = 'insert')`).catch(ignoreDuplicate);
+    } else if (table) {
+      await addOutboxToPublication(c, publication);
+    }
     const s = await c.query('select 1 from pg_replication_slots where slot_name = $1', [slot]);
-    if (s.rowCount === 0) await c.query(`select pg_create_logical_replication_slot($1, 'pgoutput')`, [slot]).catch(ignoreDuplicate);
+    if (s.rowCount === 0) await createSlot(c, slot, env.slotWaitMs ?? 0);
   });
+  await installBaseSchema(databaseUrl, publication);
   const name = connectorName(ref, env.topicPrefix);
   const config = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic }, env.topicPrefix);
   await env.connect.upsert(name, config);
   await env.connect.waitRunning(name);
   return name;
+}
+
+async function createSlot(c: pg.Client, slot: string, waitMs: number): Promise<void> {
+  await c.query(`select set_config('statement_timeout', $1, false)`, [String(waitMs)]);
+  try {
+    await c.query(`select pg_create_logical_replication_slot($1, 'pgoutput')`, [slot]);
+  } catch (e) {
+    if ((e as { code?: string }).code !== '57014') return ignoreDuplicate(e as { code?: string });
+    // query_canceled by the statement timeout: what was it waiting for?
+    await c.query(`select set_config('statement_timeout', '5s', false)`);
+    // oldest xid first (xact_start is null for other roles' sessions without pg_read_all_stats);
+    // prepared transactions hold the slot up too and are not sessions
+    const open = await c.query<SlotBlocker>(
+      `select * from (
+         select pid, datname as database, application_name as application, state, xact_start::text as xact_start, age(backend_xid) as age
+           from pg_stat_activity where backend_xid is not null and pid <> pg_backend_pid()
+         union all
+         select null, database, 'prepared transaction ' || gid, 'prepared', prepared::text, age(transaction)
+           from pg_prepared_xacts) t
+       order by age desc limit 5`,
+    );
+    throw new SlotWaitError(waitMs, open.rows);
+  }
 }
 
 export interface RefreshResult {

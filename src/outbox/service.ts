@@ -2,7 +2,7 @@
 // when SMTP is configured, or on demand. Idempotent and safe to call concurrently.
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { enableOutbox as enable, disableOutbox as disable, refreshOutbox, type OutboxEnv, type RefreshResult } from './enable.js';
+import { enableOutbox as enable, disableOutbox as disable, refreshOutbox, SlotWaitError, type OutboxEnv, type RefreshResult } from './enable.js';
 
 export function outboxEnv(ctx: Pick<AppContext, 'connect' | 'cfg' | 'topics'>): OutboxEnv {
   return {
@@ -12,23 +12,51 @@ export function outboxEnv(ctx: Pick<AppContext, 'connect' | 'cfg' | 'topics'>): 
     debeziumDbHost: ctx.cfg.DEBEZIUM_DATABASE_HOST,
     debeziumDbPort: ctx.cfg.DEBEZIUM_DATABASE_PORT,
     slowPollMs: ctx.cfg.CAPTURE_SLOW_POLL,
+    slotWaitMs: ctx.cfg.OUTBOX_SLOT_WAIT,
   };
 }
 
 const inFlight = new Map<string, Promise<void>>();
 
-export async function ensureOutboxEnabled(ctx: Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs' | 'log'>, ref: string): Promise<void> {
-  const r = await ctx.db.query('select outbox_enabled_at from projects where ref = $1', [ref]);
-  if (r.rowCount === 0) throw new ApiError('project_not_found');
-  if (r.rows[0].outbox_enabled_at) return;
+/**
+ * slotWaitMs: how long the slot's creation may wait for open transactions (OUTBOX_SLOT_WAIT unless
+ * said; 0 = no limit, for an operator's recapture, which has already dropped the old slot).
+ */
+export async function ensureOutboxEnabled(ctx: Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs' | 'log'>, ref: string, opts: { slotWaitMs?: number } = {}): Promise<void> {
+  const enabledAt = async () => {
+    const r = await ctx.db.query('select outbox_enabled_at from projects where ref = $1', [ref]);
+    if (r.rowCount === 0) throw new ApiError('project_not_found');
+    return r.rows[0].outbox_enabled_at as Date | null;
+  };
+  if (await enabledAt()) return;
   let p = inFlight.get(ref);
   if (!p) {
     p = (async () => {
       try {
-        const name = await enable(outboxEnv(ctx), ref, await ctx.projectDbs.url(ref));
-        await ctx.db.query('update projects set outbox_enabled_at = now(), connector_name = $2 where ref = $1', [ref, name]);
-        ctx.log.info({ project: ref, connector: name }, 'outbox enabled');
+        // Under the project's outbox lock, so that two processes never enable it side by side: while
+        // one waits for its slot, the slot is already listed, and the other would go on past it and
+        // answer 'enabled' before the slot captures anything (an advisory lock takes no xid, so it
+        // does not hold the slot's creation up).
+        await withOutboxLock(ctx, ref, true, async () => {
+          if (await enabledAt()) return;
+          const env = { ...outboxEnv(ctx), slotWaitMs: opts.slotWaitMs ?? ctx.cfg.OUTBOX_SLOT_WAIT };
+          const name = await enable(env, ref, await ctx.projectDbs.url(ref));
+          await ctx.db.query('update projects set outbox_enabled_at = now(), connector_name = $2 where ref = $1', [ref, name]);
+          ctx.log.info({ project: ref, connector: name }, 'outbox enabled');
+        });
       } catch (err) {
+        if (err instanceof ApiError) throw err;
+        if (err instanceof SlotWaitError) {
+          // the operator's log names the sessions; the owner's answer does not (they may be other tenants')
+          ctx.log.warn(
+            { project: ref, waited_ms: err.waitedMs, open_transactions: err.blockers },
+            'enabling the outbox: its replication slot waits for transactions open in the database cluster (OUTBOX_SLOT_WAIT); end them or try again',
+          );
+          throw new ApiError(
+            'outbox_unavailable',
+            'The outbox could not be enabled yet: PostgreSQL creates its replication slot only after the transactions now open in the database cluster have ended. Try again once they have.',
+          );
+        }
         ctx.log.error({ err, project: ref }, 'enabling the outbox failed');
         throw new ApiError('outbox_unavailable');
       } finally {
@@ -41,8 +69,8 @@ export async function ensureOutboxEnabled(ctx: Pick<AppContext, 'db' | 'connect'
 }
 
 /**
- * A session advisory lock per project in the control DB, held while its outbox is disabled or
- * refreshed: a service starting during a disable must not see the connector gone and the slot still
+ * A session advisory lock per project in the control DB, held while its outbox is enabled, disabled
+ * or refreshed: a service starting during a disable must not see the connector gone and the slot still
  * there, and register the connector again just before the slot is dropped.
  */
 async function withOutboxLock<T>(ctx: Pick<AppContext, 'db'>, ref: string, wait: boolean, fn: () => Promise<T>): Promise<T | 'busy'> {

@@ -29,9 +29,10 @@ import { connectorRestarts, connectorStates, slotCaptureLagSecondsMax, slotRetai
 import type { ConnectorStatus } from '../kafka/index.js';
 import { templatePollInterval } from './connector.js';
 import { refreshProjectOutbox } from './service.js';
-import { IdleSlotAdvancer, setCaptureIdle, stopIdleConnector, wakeIdleProjects } from './idle-capture.js';
+import { IdleSlotAdvancer, setCaptureIdle, stopIdleConnector } from './idle-capture.js';
+import { wakeIdleProjects, WakeResumer } from './wake.js';
 import { readSlotFigures, type SlotInfo } from './slot-figures.js';
-import { applySpeed, wantedSpeed, type CaptureSpeed } from './capture-speed.js';
+import { applySpeed, recentMessagesCap, wantedSpeed, type CaptureSpeed } from './capture-speed.js';
 import { hostname } from 'node:os';
 
 type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'topics' | 'projectDbs' | 'log'>;
@@ -66,7 +67,7 @@ interface Row {
   last_activity: Date | null;
   capture_speed: CaptureSpeed;
   speed_since: Date | null;
-  /** messages of the project in the last CAPTURE_SPEED_WINDOW */
+  /** messages of the project in the last CAPTURE_SPEED_WINDOW, counted up to recentMessagesCap (capture-speed.ts) */
   recent_messages: number;
   /** projects.database_url_enc (ProjectDatabases.open), for the slot read */
   database_url_enc: Buffer;
@@ -99,11 +100,14 @@ export class ConnectorSupervisor {
 
   /** idle slots advanced in the background, never in the way of a wake (idle-capture.ts, step 6) */
   readonly #advancer: IdleSlotAdvancer;
+  /** resumes started by wake checks, in the background (wake.ts) */
+  readonly #resumer: WakeResumer;
 
   constructor(ctx: Ctx) {
     this.#ctx = ctx;
     this.#log = ctx.log.child({ component: 'supervisor' });
     this.#advancer = new IdleSlotAdvancer(ctx, this.#log);
+    this.#resumer = new WakeResumer(ctx, this.#log, this.#advancer);
   }
 
   get leading(): boolean {
@@ -120,21 +124,29 @@ export class ConnectorSupervisor {
     }
   }
 
-  /** Resumes idle projects' connectors whose database was written to (idle-capture.ts). Never throws. */
+  /** Starts resuming idle projects' connectors whose database was written to (wake.ts). Never throws. */
   async wake(): Promise<void> {
     if (!this.#lock) return;
     try {
-      await wakeIdleProjects(this.#ctx, this.#log, this.#advancer);
+      await wakeIdleProjects(this.#ctx, this.#advancer, this.#resumer);
     } catch (err) {
       this.#log.warn({ err }, 'waking idle connectors failed; the next check tries again');
     } finally {
       // the lock was lost while this wake ran (a check found its session gone, and cleared the
       // advancer): what this wake opened or queued meanwhile goes too
-      if (!this.#lock) await this.#advancer.clear();
+      if (!this.#lock) {
+        this.#resumer.clear();
+        await this.#advancer.clear();
+      }
     }
   }
 
   async release(): Promise<void> {
+    // Resumes not started are dropped; those under way may finish (each claims its row only if it
+    // is still in the idle period its check saw, so one beside another supervisor is harmless),
+    // for up to 10 s: one held by a lock in the project's database must not hold the stop.
+    this.#resumer.clear();
+    await this.#resumer.idle(10_000);
     await this.#advancer.clear();
     const c = this.#lock;
     this.#lock = null;
@@ -155,6 +167,7 @@ export class ConnectorSupervisor {
         const c = this.#lock;
         this.#lock = null;
         c.release(true);
+        this.#resumer.clear();
         await this.#advancer.clear();
         return false;
       }
@@ -189,11 +202,11 @@ export class ConnectorSupervisor {
                 greatest(p.outbox_enabled_at, s.resumed_at,
                          (select d.created_at from deliveries d where d.project_ref = p.ref order by d.created_at desc limit 1)) as last_activity,
                 coalesce(s.capture_speed, 'fast') as capture_speed, s.speed_since,
-                (select count(*)::int from deliveries d where d.project_ref = p.ref and d.created_at > now() - make_interval(secs => $1)) as recent_messages,
+                (select count(*)::int from (select from deliveries d where d.project_ref = p.ref and d.created_at > now() - make_interval(secs => $1) limit $2) r) as recent_messages,
                 p.database_url_enc
            from projects p left join connector_supervision s on s.project_ref = p.ref
           where p.outbox_enabled_at is not null and p.connector_name is not null`,
-        [ctx.cfg.CAPTURE_SPEED_WINDOW / 1000],
+        [ctx.cfg.CAPTURE_SPEED_WINDOW / 1000, recentMessagesCap(ctx.cfg)],
       )
     ).rows;
     let statuses: Map<string, ConnectorStatus>;

@@ -67,7 +67,7 @@ async function servicePid(run: Run): Promise<number> {
     let out = '';
     ps.stdout.on('data', (c) => (out += c));
     await new Promise((r) => ps.on('exit', r));
-    const line = out.split('\n').find((l) => l.includes('src/main.ts'));
+    const line = out.split('\n').find((l) => l.includes('dist/src/main.js'));
     return line ? Number(line.trim().split(/\s+/)[0]) : undefined;
   }, 10_000, 'the service process under npm');
 }

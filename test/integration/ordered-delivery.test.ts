@@ -225,7 +225,16 @@ describe('ordered delivery', () => {
     const blocked = await eventually(async () => {
       const r = await call('GET', '/outbox/blocked-keys');
       return r.status === 200 && r.body.keys.find((k: any) => k.ordering_key === 'key:stuck' && k.queued === 2) ? r.body.keys : null;
-    }, 30_000, 'the stuck key listed as blocked');
+    }, 30_000, 'the stuck key listed as blocked').catch(async (e) => {
+      // what the key looked like, so a failure under load says where it stood
+      const keys = (await call('GET', '/outbox/blocked-keys')).body;
+      const heads = await svc.ctx.db.query(
+        `select h.ordering_key, h.reason, h.run, (select json_agg(json_build_object('attempt', l.attempt, 'outcome', l.outcome, 'final', l.final)) from delivery_ledger l where l.message_id = h.message_id) as ledger
+           from ordering_heads h where h.ordering_key = 'key:stuck'`,
+      );
+      const queue = await svc.ctx.db.query(`select count(*)::int as n from ordering_queue where ordering_key = 'key:stuck'`);
+      throw new Error(`${(e as Error).message}: listed ${JSON.stringify(keys)}; head ${JSON.stringify(heads.rows)}; queued rows ${queue.rows[0].n}; requests ${calls.requests}`);
+    });
     const stuck = blocked.find((k: any) => k.ordering_key === 'key:stuck');
     expect(stuck.head.reason).toBe('retry');
     expect(Date.parse(stuck.since)).toBeGreaterThan(0);

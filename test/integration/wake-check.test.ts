@@ -83,7 +83,11 @@ describe('the wake check against the real statistics', () => {
     expect(sorted(second)).toEqual(['b:write', 'c:write', 'gone:write', 'old:refresh']);
     // and once the second has passed, it does
     await new Promise((r) => setTimeout(r, SLOT_READ_MS));
-    expect(sorted(await projectsToWake(ctx, idle, advancer))).toContain('a:wal');
+    const third = sorted(await projectsToWake(ctx, idle, advancer));
+    // unless something wrote to a's database meanwhile (an autovacuum's analyze writes catalog rows;
+    // CI saw it once, 2026-11-27): a write wakes it, which supersedes the slot's reading
+    if ((await sql(urls.a, WRITES)).rows[0].n === w0a) expect(third).toContain('a:wal');
+    else expect(third).toContain('a:write');
 
     // the statistics of a's database reset: its counters no longer read W0, and the project is
     // resumed rather than guessed about

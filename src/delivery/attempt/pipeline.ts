@@ -25,7 +25,7 @@ import type { AttemptOutcome } from '../../outbound/index.js';
 import type { OutcomeRecorder } from './recorder.js';
 import type { EndpointGate } from '../endpoints/gate.js';
 import { endpointOf } from '../endpoints/keys.js';
-import type { DispatchSlot, Ticket } from '../endpoints/window.js';
+import { DispatcherStoppingError, type DispatchSlot, type Ticket } from '../endpoints/window.js';
 import { deliveryAttempts, deliveryAttemptSeconds, deliveryLatencySeconds } from '../../lib/metrics.js';
 import { isFresh, isOrdered, type Head, type OrderingStore } from '../ordering/keys.js';
 
@@ -140,6 +140,8 @@ export class AttemptPipeline {
         outcome = admission.kind === 'end' ? admission.outcome : await channel.attempt(msg, this.#channelDeps);
       }
     } catch (err) {
+      // cut off by the stop before its request: no outcome to record (the next owner makes it)
+      if (err instanceof DispatcherStoppingError) throw err;
       // A bug or an unavailable control DB, not the target's fault: retryable.
       ctx.log.error({ err, message: msg.id, project: msg.project }, 'delivery attempt crashed');
       outcome = { outcome: 'failed', reason: 'internal', error: 'internal error during the attempt', durationMs: Date.now() - startedAt };

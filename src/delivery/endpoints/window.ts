@@ -53,6 +53,18 @@ export interface WindowOptions {
 
 export class WindowFullError extends Error {}
 
+/**
+ * The dispatcher stopped while this attempt waited for its endpoint's window: no request was made,
+ * and none may be. Not an outcome: the attempt records nothing, its record stays uncommitted, and
+ * the partition's next owner makes it (recording it as a failure would add a retry of a message
+ * the next owner also sends: two requests for one attempt).
+ */
+export class DispatcherStoppingError extends Error {
+  constructor() {
+    super('the dispatcher is stopping: not attempted');
+  }
+}
+
 /** Nothing in flight this long: the window starts again from ENDPOINT_WINDOW_INITIAL (RFC 2861). */
 export const IDLE_RESET_MS = 1000;
 const SWEEP_MS = 60_000;
@@ -105,7 +117,7 @@ export class EndpointWindows {
   /**
    * Waits for room in the endpoint's window (giving the dispatcher slot back meanwhile).
    * Throws WindowFullError when ENDPOINT_WINDOW_QUEUE messages already wait (hold this one), and
-   * an Error when the dispatcher stopped while it waited.
+   * DispatcherStoppingError when the dispatcher stopped while it waited.
    */
   async acquire(e: Endpoint, cap: number | null, slot?: DispatchSlot): Promise<Ticket> {
     const now = Date.now();
@@ -132,7 +144,7 @@ export class EndpointWindows {
     endpointWindowWaiting.dec();
     if (slot && !(await slot.retake())) {
       ticket.done(null);
-      throw new Error('the dispatcher is stopping: not attempted');
+      throw new DispatcherStoppingError();
     }
     return ticket;
   }
