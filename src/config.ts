@@ -219,9 +219,10 @@ const schema = z.object({
    * How long enabling an outbox waits to create its replication slot. PostgreSQL creates a logical
    * slot only after every transaction holding a transaction id in the cluster (any database) has
    * ended; past this the enable answers 503 outbox_unavailable saying so, and logs which sessions it
-   * waited on. 0 waits without limit.
+   * waited on. 0 waits without limit. At most 1h: PostgreSQL's statement_timeout takes no more than
+   * 2^31 ms, and a request held longer than that has been given up by every client anyway.
    */
-  OUTBOX_SLOT_WAIT: duration.prefault('30s'),
+  OUTBOX_SLOT_WAIT: duration.pipe(z.number().max(3_600_000, 'at most 1h (0 waits without limit)')).prefault('30s'),
   /** WAL a replication slot may retain before /health and the logs warn (bytes; suffixes kB, MB, GB). */
   SLOT_RETAINED_WAL_WARN: bytes.prefault('1GB'),
   /**

@@ -21,6 +21,10 @@ describe('config', () => {
     expect(() => loadConfig({ ...base, MASTER_KEY: 'c2hvcnQ=' })).toThrow(/MASTER_KEY/);
     expect(() => loadConfig({ ...base, MASTER_KEY_PREVIOUS: 'c2hvcnQ=' })).toThrow(/MASTER_KEY_PREVIOUS: key 1/);
     expect(() => loadConfig({ ...base, LEDGER_RETENTION: '3d' })).toThrow(/LEDGER_RETENTION: at least 8d/);
+    // statement_timeout takes at most 2^31 ms; past the bound every enable would answer a bare 503
+    expect(() => loadConfig({ ...base, OUTBOX_SLOT_WAIT: '30d' })).toThrow(/OUTBOX_SLOT_WAIT: at most 1h/);
+    expect(loadConfig({ ...base, OUTBOX_SLOT_WAIT: '1h' }).OUTBOX_SLOT_WAIT).toBe(3_600_000);
+    expect(loadConfig({ ...base, OUTBOX_SLOT_WAIT: '0' }).OUTBOX_SLOT_WAIT).toBe(0);
   });
 
   it('reads previous master keys for a rotation, without the current one', () => {
