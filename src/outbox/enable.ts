@@ -156,12 +156,20 @@ export interface RefreshResult {
    * slot, so nothing committed meanwhile is lost. missing: connector and slot are both gone.
    */
   connector: 'current' | 'updated' | 'recreated' | 'missing';
+  /**
+   * restored: base.outbox had been taken out of the project's publication (by hand: nothing here
+   * does it) and is in it again; what was enqueued meanwhile was not captured. missing: the
+   * publication itself is gone, which the connector cannot recover from (pgoutput fails on every
+   * change it decodes); `npm run admin -- recapture --ref <ref>` starts the capture again.
+   */
+  publication: 'current' | 'restored' | 'missing';
 }
 
 /**
  * Brings an enabled project up to this build: re-installs schema `base` when it was installed from
  * another version of base-schema.sql, and re-PUTs the connector when its config differs from the
- * rendered template (Connect keeps a connector's config until it is PUT again). Compares first, so
+ * rendered template (Connect keeps a connector's config until it is PUT again), and puts base.outbox
+ * back into the project's publication if someone took it out. Compares first, so
  * an up-to-date project costs two reads: the install takes locks on base.outbox that would briefly
  * hold up enqueues, and a PUT restarts the connector. A missing connector whose slot exists is
  * registered again (it resumes from the slot); without its slot it is left alone, since Debezium
@@ -169,12 +177,20 @@ export interface RefreshResult {
  * (service.ts), so a disable in progress is never undone.
  */
 export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: string): Promise<RefreshResult> {
-  const installed = await withClient(databaseUrl, async (c) => {
-    const r = await c.query(`select obj_description(oid, 'pg_namespace') as v from pg_namespace where nspname = 'base'`);
-    return r.rows[0]?.v as string | null | undefined;
+  const pubName = publicationName(ref, env.topicPrefix);
+  const found = await withClient(databaseUrl, async (c) => {
+    const r = await c.query(
+      `select (select obj_description(oid, 'pg_namespace') from pg_namespace where nspname = 'base') as version,
+              exists (select 1 from pg_publication where pubname = $1) as publication,
+              exists (select 1 from pg_publication_tables where pubname = $1 and schemaname = 'base' and tablename = 'outbox') as member`,
+      [pubName],
+    );
+    return r.rows[0] as { version: string | null; publication: boolean; member: boolean };
   });
-  const schema = installed === baseSchemaVersion ? 'current' : 'reinstalled';
-  if (schema === 'reinstalled') await installBaseSchema(databaseUrl);
+  const schema = found.version === baseSchemaVersion ? 'current' : 'reinstalled';
+  const publication = !found.publication ? 'missing' : found.member ? 'current' : 'restored';
+  // re-installing puts base.outbox back into the publication in the same transaction
+  if (schema === 'reinstalled' || publication === 'restored') await installBaseSchema(databaseUrl, found.publication ? pubName : undefined);
 
   const name = connectorName(ref, env.topicPrefix);
   const current = await env.connect.config(name);
@@ -183,18 +199,18 @@ export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: st
     // Deleted from Connect (by hand, or Connect lost its config topic) while the project is enabled:
     // its slot has kept every change since, so registering it again loses nothing.
     const slot = await withClient(databaseUrl, (c) => c.query('select 1 from pg_replication_slots where slot_name = $1', [slotName(ref, env.topicPrefix)]));
-    if (slot.rowCount === 0) return { schema, connector: 'missing' };
+    if (slot.rowCount === 0) return { schema, connector: 'missing', publication };
     await env.connect.upsert(name, wanted);
-    return { schema, connector: 'recreated' };
+    return { schema, connector: 'recreated', publication };
   }
   // poll.interval.ms is the supervisor's (capture-speed.ts): a slow connector stays slow; any other
   // value (set by hand, or by an older build) is brought back to the template like every other key
   if (env.slowPollMs && current[POLL_KEY] === String(env.slowPollMs)) wanted[POLL_KEY] = current[POLL_KEY];
   const keys = (o: Record<string, string>) => Object.keys(o).filter((k) => k !== 'name');
   const same = keys(current).length === keys(wanted).length && keys(wanted).every((k) => current[k] === wanted[k]);
-  if (same) return { schema, connector: 'current' };
+  if (same) return { schema, connector: 'current', publication };
   await env.connect.upsert(name, wanted);
-  return { schema, connector: 'updated' };
+  return { schema, connector: 'updated', publication };
 }
 
 /** Removes the connector, then its slot and publication (a leftover slot pins WAL forever). */

@@ -47,7 +47,7 @@ describe('refreshing an enabled outbox', () => {
 
   it('leaves an up-to-date project alone', async () => {
     expect(await schemaComment()).toBe(baseSchemaVersion);
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current' });
   });
 
   it('re-applies the template to a connector registered with other settings, and re-installs an older schema', async () => {
@@ -58,14 +58,14 @@ describe('refreshing an enabled outbox', () => {
     await c.query(`comment on schema base is 'integrations base schema 0000000000000000'`);
     await c.end();
 
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'reinstalled', connector: 'updated' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'reinstalled', connector: 'updated', publication: 'current' });
     expect((await env.connect.config(name()))!['heartbeat.interval.ms']).toBe(wanted['heartbeat.interval.ms']);
     // a poll interval neither speed has is the template's again
     expect((await env.connect.config(name()))!['poll.interval.ms']).toBe(wanted['poll.interval.ms']);
     expect(wanted['heartbeat.interval.ms']).not.toBe('777');
     expect(await schemaComment()).toBe(baseSchemaVersion);
     await env.connect.waitRunning(name());
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current' });
   });
 
   it('registers a deleted connector again from its slot, and delivers what was committed while it was gone', async () => {
@@ -77,9 +77,9 @@ describe('refreshing an enabled outbox', () => {
     await c.query(`select base.http_request('POST', 'https://example.com/hook', '{}'::jsonb, jsonb_build_object('marker', $1::text))`, [marker]);
     await c.end();
 
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'recreated' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'recreated', publication: 'current' });
     await env.connect.waitRunning(name());
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current' });
     // the message committed while no connector existed reaches the topic
     const kafka = new Kafka({ brokers: stack().kafkaBrokers, logLevel: logLevel.NOTHING });
     const consumer = kafka.consumer({ groupId: uniqueName('rfr-read') });
@@ -92,9 +92,32 @@ describe('refreshing an enabled outbox', () => {
     await consumer.disconnect();
   });
 
+  it('puts base.outbox back into the publication when someone took it out, and what is enqueued after is captured', async () => {
+    await env.connect.waitRunning(name());
+    const c = new pg.Client({ connectionString: dbUrl });
+    await c.connect();
+    const pub = (await c.query(`select pubname from pg_publication_tables where schemaname = 'base' and tablename = 'outbox'`)).rows[0].pubname as string;
+    await c.query(`alter publication ${pg.escapeIdentifier(pub)} drop table base.outbox`);
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'restored' });
+    expect((await c.query(`select 1 from pg_publication_tables where pubname = $1 and schemaname = 'base' and tablename = 'outbox'`, [pub])).rowCount).toBe(1);
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current' });
+    const marker = `after-restore-${Date.now()}`;
+    await c.query(`select base.http_request('POST', 'https://example.com/hook', '{}'::jsonb, jsonb_build_object('marker', $1::text))`, [marker]);
+    await c.end();
+    const kafka = new Kafka({ brokers: stack().kafkaBrokers, logLevel: logLevel.NOTHING });
+    const consumer = kafka.consumer({ groupId: uniqueName('rfr-pub') });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    const seen = new Promise<void>((resolve) => {
+      void consumer.run({ eachMessage: async ({ message }) => { if (message.value?.toString().includes(marker)) resolve(); } });
+    });
+    await Promise.race([seen, new Promise((_, reject) => setTimeout(() => reject(new Error('the message enqueued after the publication was restored never arrived')), 60_000))]);
+    await consumer.disconnect();
+  });
+
   it('reports a project whose connector and slot are both gone, and does not invent a new slot', async () => {
     await disableOutbox(env, ref, dbUrl);
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'missing' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'missing', publication: 'missing' });
     expect(await env.connect.config(name())).toBeNull();
   });
 });
@@ -112,7 +135,7 @@ describe('refreshing at start', () => {
 
       const results = await refreshEnabledOutboxes(svc.ctx);
       expect([...results.keys()]).toEqual([enabled.ref]);
-      expect(results.get(enabled.ref)).toEqual({ schema: 'current', connector: 'updated' });
+      expect(results.get(enabled.ref)).toEqual({ schema: 'current', connector: 'updated', publication: 'current' });
       expect((await svc.ctx.connect.config(name))!['heartbeat.interval.ms']).toBe(current['heartbeat.interval.ms']);
       expect(results.has(idle.ref)).toBe(false);
 
@@ -130,7 +153,7 @@ describe('refreshing at start', () => {
         other.release();
       }
       // once the lock is free, the still-enabled project gets its connector back from its slot
-      expect((await refreshEnabledOutboxes(svc.ctx)).get(enabled.ref)).toEqual({ schema: 'current', connector: 'recreated' });
+      expect((await refreshEnabledOutboxes(svc.ctx)).get(enabled.ref)).toEqual({ schema: 'current', connector: 'recreated', publication: 'current' });
       await svc.ctx.connect.waitRunning(name);
     } finally {
       await svc.stop();
