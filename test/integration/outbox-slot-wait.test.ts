@@ -9,8 +9,8 @@ import { Writable } from 'node:stream';
 import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { slotName } from '../../src/outbox/index.js';
-import { childEnv, spawnService } from '../helpers/delivery-tools.js';
+import { disableProjectOutbox, ensureOutboxEnabled, slotName } from '../../src/outbox/index.js';
+import { childEnv, readTopic, spawnService } from '../helpers/delivery-tools.js';
 import { eventually, sql, stack } from '../helpers/env.js';
 import { freePort, startTestService, type TestProject, type TestService } from '../helpers/service.js';
 
@@ -119,5 +119,40 @@ describe('enabling an outbox while a transaction is open elsewhere in the cluste
       await other.end();
       child.kill('SIGKILL');
     }
+  }, 120_000);
+
+  it('captures what is enqueued between the slot and the install when base.outbox already exists (a re-enable, a recapture)', async () => {
+    // After a disable (or in an operator's recapture) schema base and base.outbox stay, so
+    // base.http_request keeps enqueueing while the enable creates the slot and then re-installs
+    // the schema. A message committed in between is after the slot, so it must be captured: the
+    // table joins the publication before the slot (pgoutput decides membership as of each change),
+    // not in the install's transaction.
+    const p3 = await svc.project('pro');
+    expect((await svc.api(p3.ownerToken, 'POST', `/v1/projects/${p3.ref}/outbox/enable`)).status).toBe(200);
+    await disableProjectOutbox(svc.ctx, p3.ref);
+    // hold the install (it takes this advisory lock first, in the project's database) so the window
+    // stays open; an advisory lock takes no transaction id, so the slot's creation does not wait on it
+    const holder = new pg.Client({ connectionString: p3.databaseUrl });
+    await holder.connect();
+    const marker = `between-slot-and-install-${Date.now()}`;
+    let enabling: Promise<void> | undefined;
+    try {
+      await holder.query('begin');
+      await holder.query('select pg_advisory_xact_lock(hashtext($1))', ['base-schema-install']);
+      enabling = ensureOutboxEnabled(svc.ctx, p3.ref, { slotWaitMs: 0 });
+      await eventually(async () => (await sql(p3.databaseUrl, 'select 1 from pg_replication_slots where slot_name = $1', [slotName(p3.ref, svc.cfg.TOPIC_PREFIX)])).rowCount === 1, 30_000, 'the slot to be created');
+      // the install is still waiting on the lock: the window is open
+      expect((await svc.ctx.db.query('select outbox_enabled_at from projects where ref = $1', [p3.ref])).rows[0].outbox_enabled_at).toBeNull();
+      await sql(p3.databaseUrl, `select base.http_request('POST', 'https://example.com/hook', '{}'::jsonb, jsonb_build_object('marker', $1::text))`, [marker]);
+    } finally {
+      await holder.query('commit').catch(() => undefined);
+      await holder.end();
+    }
+    await enabling;
+    await eventually(
+      async () => (await readTopic(svc, svc.ctx.topics.outbox)).some((m) => m.headers?.project?.toString() === p3.ref && m.value?.toString().includes(marker)),
+      60_000,
+      'the message enqueued between the slot and the install to reach the outbox topic',
+    );
   }, 120_000);
 });
