@@ -202,8 +202,12 @@ function requireJava(): string {
   return java;
 }
 
-/** Fetches the broker, Connect and Debezium jars from Maven Central via connectors/pom.xml (once). */
-export function ensureJars(cfg: Config, log: Log): void {
+/**
+ * Fetches the broker, Connect and Debezium jars from Maven Central via connectors/pom.xml (once, and
+ * again when the pom changes). A broker or Connect still running from the old jars is stopped first:
+ * it would go on with classes whose files are gone (`up` starts it again).
+ */
+export async function ensureJars(cfg: Config, log: Log): Promise<void> {
   const d = dirs(cfg);
   const marker = path.join(d.root, 'jars.ok');
   const pom = path.join(repoRoot, 'connectors', 'pom.xml');
@@ -214,7 +218,14 @@ export function ensureJars(cfg: Config, log: Log): void {
     throw new Error('`mvn` (Apache Maven) was not found; it fetches Kafka, Kafka Connect and Debezium from Maven Central. Install it: apt-get install maven.');
   }
   requireJava();
-  log('fetching Kafka, Kafka Connect and Debezium jars from Maven Central (first start only)…');
+  for (const part of ['connect', 'kafka'] as PartName[]) {
+    const pid = readPid(cfg, part);
+    if (pid === null) continue;
+    log(`${part}: stopping it, since connectors/pom.xml changed its jars`);
+    await stopPid(pid, part, log, 30_000);
+    rmSync(pidFile(cfg, part), { force: true });
+  }
+  log('fetching Kafka, Kafka Connect and Debezium jars from Maven Central (first start, or connectors/pom.xml changed)…');
   rmSync(d.lib, { recursive: true, force: true });
   rmSync(d.plugins, { recursive: true, force: true });
   execFileSync(mvn, ['-q', '-B', '-f', pom, 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${d.lib}`], { stdio: 'inherit' });
@@ -420,7 +431,7 @@ async function withStackLock<T>(cfg: Config, fn: () => Promise<T>): Promise<T> {
 export async function stackUp(cfg: Config, log: Log = console.log): Promise<StackUrls> {
   requireJava();
   return withStackLock(cfg, async () => {
-    ensureJars(cfg, log);
+    await ensureJars(cfg, log);
     // Postgres and the broker start side by side; Connect needs the broker.
     await Promise.all([pgUp(cfg, log), kafkaUp(cfg, log)]);
     await connectUp(cfg, log);
