@@ -128,10 +128,14 @@ export async function enableOutbox(env: OutboxEnv, ref: string, databaseUrl: str
 
 async function createSlot(c: pg.Client, slot: string, waitMs: number): Promise<void> {
   await c.query(`select set_config('statement_timeout', $1, false)`, [String(waitMs)]);
+  const started = Date.now();
   try {
     await c.query(`select pg_create_logical_replication_slot($1, 'pgoutput')`, [slot]);
   } catch (e) {
     if ((e as { code?: string }).code !== '57014') return ignoreDuplicate(e as { code?: string });
+    // 57014 is also an operator's pg_cancel_backend: that is no slot wait, so it fails as it is
+    // (told apart by time, since the message is translated under lc_messages)
+    if (waitMs === 0 || Date.now() - started < waitMs - 50) throw e;
     // query_canceled by the statement timeout: what was it waiting for?
     await c.query(`select set_config('statement_timeout', '5s', false)`);
     // oldest xid first (xact_start is null for other roles' sessions without pg_read_all_stats);

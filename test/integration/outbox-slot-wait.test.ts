@@ -4,11 +4,13 @@
 // enable answers 503 outbox_unavailable saying why (naming nothing of the other database), the log
 // names the session it waited on, nothing is installed (the slot comes first, so base.http_request
 // cannot enqueue what no slot would capture), and the same request succeeds once that transaction
-// has ended.
+// has ended. Also here: an operator's cancel is not taken for that wait, two processes never enable
+// side by side, and a message enqueued between the slot and the install on a re-enable is captured.
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError } from '../../src/errors.js';
 import { disableProjectOutbox, ensureOutboxEnabled, slotName } from '../../src/outbox/index.js';
 import { childEnv, readTopic, spawnService } from '../helpers/delivery-tools.js';
 import { eventually, sql, stack } from '../helpers/env.js';
@@ -83,6 +85,38 @@ describe('enabling an outbox while a transaction is open elsewhere in the cluste
     const enabled = await call();
     expect(enabled.status).toBe(200);
     expect(enabled.body.outbox_enabled).toBe(true);
+  }, 120_000);
+
+  it('reports an operator cancelling the slot\'s creation as that, not as a wait for open transactions', async () => {
+    const p4 = await svc.project('pro');
+    const other = new pg.Client({ connectionString: stack().adminDatabaseUrl });
+    await other.connect();
+    try {
+      await other.query('begin');
+      await other.query('select txid_current()');
+      const enabling = ensureOutboxEnabled(svc.ctx, p4.ref, { slotWaitMs: 60_000 }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      const pid = await eventually(async () => {
+        const r = await svc.ctx.db.query(`select pid from pg_stat_activity where application_name = 'integrations-outbox-install' and query like '%pg_create_logical_replication_slot%' and state = 'active'`);
+        return r.rows[0]?.pid as number | undefined;
+      }, 30_000, 'the slot creation to be waiting');
+      const before = logLines.length;
+      await svc.ctx.db.query('select pg_cancel_backend($1)', [pid]);
+      const err = (await enabling) as ApiError | null;
+      // a failed enable, said plainly: not the answer that tells the owner to wait for transactions
+      expect(err).toBeInstanceOf(ApiError);
+      expect(err!.code).toBe('outbox_unavailable');
+      expect(err!.message).not.toContain('transactions now open');
+      const lines = logLines.slice(before).map((l) => JSON.parse(l)).filter((l) => l.project === p4.ref);
+      expect(lines.find((l) => l.msg?.startsWith('enabling the outbox: its replication slot waits'))).toBeUndefined();
+      const failed = lines.find((l) => l.msg === 'enabling the outbox failed');
+      expect(failed?.err?.code).toBe('57014');
+    } finally {
+      await other.query('rollback').catch(() => undefined);
+      await other.end();
+    }
   }, 120_000);
 
   it('never lets a second process answer enabled while the first one waits for the slot', async () => {
