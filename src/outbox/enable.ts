@@ -128,14 +128,15 @@ export async function enableOutbox(env: OutboxEnv, ref: string, databaseUrl: str
 
 async function createSlot(c: pg.Client, slot: string, waitMs: number): Promise<void> {
   await c.query(`select set_config('statement_timeout', $1, false)`, [String(waitMs)]);
-  const started = Date.now();
+  const started = performance.now();
   try {
     await c.query(`select pg_create_logical_replication_slot($1, 'pgoutput')`, [slot]);
   } catch (e) {
     if ((e as { code?: string }).code !== '57014') return ignoreDuplicate(e as { code?: string });
     // 57014 is also an operator's pg_cancel_backend: that is no slot wait, so it fails as it is
-    // (told apart by time, since the message is translated under lc_messages)
-    if (waitMs === 0 || Date.now() - started < waitMs - 50) throw e;
+    // (told apart by time, since the message is translated under lc_messages; the server's timer
+    // starts after ours, so a real timeout always measures at least waitMs here)
+    if (waitMs === 0 || performance.now() - started < waitMs - 50) throw e;
     // query_canceled by the statement timeout: what was it waiting for?
     await c.query(`select set_config('statement_timeout', '5s', false)`);
     // oldest xid first (xact_start is null for other roles' sessions without pg_read_all_stats);
@@ -173,9 +174,9 @@ export interface RefreshResult {
  * Brings an enabled project up to this build: re-installs schema `base` when it was installed from
  * another version of base-schema.sql, and re-PUTs the connector when its config differs from the
  * rendered template (Connect keeps a connector's config until it is PUT again), and puts base.outbox
- * back into the project's publication if someone took it out. Compares first, so
- * an up-to-date project costs two reads: the install takes locks on base.outbox that would briefly
- * hold up enqueues, and a PUT restarts the connector. A missing connector whose slot exists is
+ * back into the project's publication if someone took it out. Compares first, so an up-to-date
+ * project costs one query and one GET from Connect: the install takes locks on base.outbox that
+ * would briefly hold up enqueues, and a PUT restarts the connector. A missing connector whose slot exists is
  * registered again (it resumes from the slot); without its slot it is left alone, since Debezium
  * would create a new slot that nothing drops. Callers hold the project's outbox lock
  * (service.ts), so a disable in progress is never undone.
@@ -193,8 +194,12 @@ export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: st
   });
   const schema = found.version === baseSchemaVersion ? 'current' : 'reinstalled';
   const publication = !found.publication ? 'missing' : found.member ? 'current' : 'restored';
-  // re-installing puts base.outbox back into the publication in the same transaction
-  if (schema === 'reinstalled' || publication === 'restored') await installBaseSchema(databaseUrl, found.publication ? pubName : undefined);
+  // a re-install puts base.outbox back into the publication in its own transaction; with the schema
+  // current, only the publication is mended: `alter publication ... add table` does not conflict
+  // with enqueues, where the install's `alter table` would hold them up, or give up (lock_timeout)
+  // behind a customer's open transaction and leave the table out until the next start
+  if (schema === 'reinstalled') await installBaseSchema(databaseUrl, found.publication ? pubName : undefined);
+  else if (publication === 'restored') await withClient(databaseUrl, (c) => addOutboxToPublication(c, pubName));
 
   const name = connectorName(ref, env.topicPrefix);
   const current = await env.connect.config(name);

@@ -131,7 +131,8 @@ export async function refreshEnabledOutboxes(
       if (r.schema !== 'current' || r.connector === 'updated') ctx.log.info({ project: ref, ...r }, 'outbox brought up to this version');
       if (r.connector === 'recreated') ctx.log.warn({ project: ref }, 'the outbox connector was missing; registered it again from its replication slot (nothing committed is lost)');
       if (r.publication === 'restored') ctx.log.warn({ project: ref }, 'base.outbox had been taken out of the outbox publication; put it back (messages enqueued while it was out were not captured)');
-      if (r.publication === 'missing') ctx.log.error({ project: ref }, 'the outbox publication is gone: the connector cannot capture anything; run `npm run admin -- recapture --ref <ref>`');
+      // (with the connector and slot gone too, the line below says what to do)
+      if (r.publication === 'missing' && r.connector !== 'missing') ctx.log.error({ project: ref }, `the outbox publication is gone: the connector cannot capture anything; run npm run admin -- recapture --ref ${ref}`);
       if (r.connector === 'missing') ctx.log.error({ project: ref }, 'the outbox is enabled but its connector and replication slot are gone: messages committed since then cannot be captured; disable and enable the outbox to start again');
     } catch (err) {
       out.set(ref, 'failed');

@@ -99,7 +99,12 @@ describe('enabling an outbox while a transaction is open elsewhere in the cluste
         (e: unknown) => e,
       );
       const pid = await eventually(async () => {
-        const r = await svc.ctx.db.query(`select pid from pg_stat_activity where application_name = 'integrations-outbox-install' and query like '%pg_create_logical_replication_slot%' and state = 'active'`);
+        // this project's database only: the open transaction holds up every slot creation in the
+        // cluster, and another test file's enable may be waiting beside this one
+        const r = await svc.ctx.db.query(
+          `select pid from pg_stat_activity where application_name = 'integrations-outbox-install' and datname = $1 and query like '%pg_create_logical_replication_slot%' and state = 'active'`,
+          [new URL(p4.databaseUrl).pathname.slice(1)],
+        );
         return r.rows[0]?.pid as number | undefined;
       }, 30_000, 'the slot creation to be waiting');
       const before = logLines.length;
@@ -162,7 +167,9 @@ describe('enabling an outbox while a transaction is open elsewhere in the cluste
     // table joins the publication before the slot (pgoutput decides membership as of each change),
     // not in the install's transaction.
     const p3 = await svc.project('pro');
-    expect((await svc.api(p3.ownerToken, 'POST', `/v1/projects/${p3.ref}/outbox/enable`)).status).toBe(200);
+    // without limit: this file's OUTBOX_SLOT_WAIT (2 s) is for the tests above, and a transaction
+    // open in another test file beside this one must not fail the setup
+    await ensureOutboxEnabled(svc.ctx, p3.ref, { slotWaitMs: 0 });
     await disableProjectOutbox(svc.ctx, p3.ref);
     // hold the install (it takes this advisory lock first, in the project's database) so the window
     // stays open; an advisory lock takes no transaction id, so the slot's creation does not wait on it
@@ -174,7 +181,13 @@ describe('enabling an outbox while a transaction is open elsewhere in the cluste
       await holder.query('begin');
       await holder.query('select pg_advisory_xact_lock(hashtext($1))', ['base-schema-install']);
       enabling = ensureOutboxEnabled(svc.ctx, p3.ref, { slotWaitMs: 0 });
-      await eventually(async () => (await sql(p3.databaseUrl, 'select 1 from pg_replication_slots where slot_name = $1', [slotName(p3.ref, svc.cfg.TOPIC_PREFIX)])).rowCount === 1, 30_000, 'the slot to be created');
+      // created, not only listed: a slot is listed before its consistent point, and what commits
+      // before that point is not decoded (the enable itself waits for the creation to return)
+      await eventually(
+        async () => (await sql(p3.databaseUrl, 'select 1 from pg_replication_slots where slot_name = $1 and confirmed_flush_lsn is not null', [slotName(p3.ref, svc.cfg.TOPIC_PREFIX)])).rowCount === 1,
+        60_000,
+        'the slot to be created',
+      );
       // the install is still waiting on the lock: the window is open
       expect((await svc.ctx.db.query('select outbox_enabled_at from projects where ref = $1', [p3.ref])).rows[0].outbox_enabled_at).toBeNull();
       await sql(p3.databaseUrl, `select base.http_request('POST', 'https://example.com/hook', '{}'::jsonb, jsonb_build_object('marker', $1::text))`, [marker]);
