@@ -6,7 +6,7 @@
 // (a part whose pid is alive and healthy is reused) and `down` stops exactly what `up` started.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, chownSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, chownSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { alive, portOpen, sleep, waitFor, which } from './processes.js';
@@ -203,9 +203,9 @@ function requireJava(): string {
 }
 
 /**
- * Fetches the broker, Connect and Debezium jars from Maven Central via connectors/pom.xml (once, and
- * again when the pom changes). A broker or Connect still running from the old jars is stopped first:
- * it would go on with classes whose files are gone (`up` starts it again).
+ * Fetches the jars via connectors/pom.xml (once, and when the pom changes) into a directory of its
+ * own; only then stops a broker or Connect still running from the old jars (they would go on with
+ * classes whose files are gone; `up` starts them again) and moves the new ones in.
  */
 export async function ensureJars(cfg: Config, log: Log): Promise<void> {
   const d = dirs(cfg);
@@ -218,18 +218,21 @@ export async function ensureJars(cfg: Config, log: Log): Promise<void> {
     throw new Error('`mvn` (Apache Maven) was not found; it fetches Kafka, Kafka Connect and Debezium from Maven Central. Install it: apt-get install maven.');
   }
   requireJava();
+  log('fetching Kafka, Kafka Connect and Debezium jars from Maven Central (first start, or connectors/pom.xml changed)…');
+  const next = path.join(d.root, 'jars.next');
+  rmSync(next, { recursive: true, force: true });
+  execFileSync(mvn, ['-q', '-B', '-f', pom, 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${path.join(next, 'lib')}`], { stdio: 'inherit' });
+  execFileSync(mvn, ['-q', '-B', '-f', pom, 'dependency:unpack@debezium', `-Dstate.dir=${next}`], { stdio: 'inherit' });
   for (const part of ['connect', 'kafka'] as PartName[]) {
     const pid = readPid(cfg, part);
-    if (pid === null) continue;
-    log(`${part}: stopping it, since connectors/pom.xml changed its jars`);
-    await stopPid(pid, part, log, 30_000);
+    if (pid !== null) await stopPid(pid, part, log, 30_000).then(() => log(`${part}: stopped, since connectors/pom.xml changed its jars`));
     rmSync(pidFile(cfg, part), { force: true });
   }
-  log('fetching Kafka, Kafka Connect and Debezium jars from Maven Central (first start, or connectors/pom.xml changed)…');
-  rmSync(d.lib, { recursive: true, force: true });
-  rmSync(d.plugins, { recursive: true, force: true });
-  execFileSync(mvn, ['-q', '-B', '-f', pom, 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${d.lib}`], { stdio: 'inherit' });
-  execFileSync(mvn, ['-q', '-B', '-f', pom, 'dependency:unpack@debezium', `-Dstate.dir=${d.root}`], { stdio: 'inherit' });
+  for (const [from, to] of [[path.join(next, 'lib'), d.lib], [path.join(next, 'plugins'), d.plugins]]) {
+    rmSync(to, { recursive: true, force: true });
+    renameSync(from, to);
+  }
+  rmSync(next, { recursive: true, force: true });
   writeFileSync(marker, pomStamp);
 }
 
