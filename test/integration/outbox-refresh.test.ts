@@ -30,6 +30,21 @@ describe('refreshing an enabled outbox', () => {
     }
   };
 
+  /** Reads the outbox topic from the start until a record carries `marker` (60 s at most). */
+  const markerOnTopic = async (marker: string, what: string) => {
+    const consumer = new Kafka({ brokers: stack().kafkaBrokers, logLevel: logLevel.NOTHING }).consumer({ groupId: uniqueName('rfr-read') });
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topic, fromBeginning: true });
+      const seen = new Promise<void>((resolve) => {
+        void consumer.run({ eachMessage: async ({ message }) => { if (message.value?.toString().includes(marker)) resolve(); } });
+      });
+      await Promise.race([seen, new Promise((_, reject) => setTimeout(() => reject(new Error(`${what} never arrived`)), 60_000))]);
+    } finally {
+      await consumer.disconnect();
+    }
+  };
+
   beforeAll(async () => {
     dbUrl = await createDatabase(dbName);
     const admin = new Kafka({ brokers: stack().kafkaBrokers, clientId: 'refresh-test', logLevel: logLevel.NOTHING }).admin();
@@ -80,16 +95,7 @@ describe('refreshing an enabled outbox', () => {
     expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'recreated', publication: 'current' });
     await env.connect.waitRunning(name());
     expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current' });
-    // the message committed while no connector existed reaches the topic
-    const kafka = new Kafka({ brokers: stack().kafkaBrokers, logLevel: logLevel.NOTHING });
-    const consumer = kafka.consumer({ groupId: uniqueName('rfr-read') });
-    await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: true });
-    const seen = new Promise<void>((resolve) => {
-      void consumer.run({ eachMessage: async ({ message }) => { if (message.value?.toString().includes(marker)) resolve(); } });
-    });
-    await Promise.race([seen, new Promise((_, reject) => setTimeout(() => reject(new Error('the message committed while the connector was gone never arrived')), 60_000))]);
-    await consumer.disconnect();
+    await markerOnTopic(marker, 'the message committed while the connector was gone');
   });
 
   it('puts base.outbox back into the publication when someone took it out, and what is enqueued after is captured', async () => {
@@ -104,15 +110,7 @@ describe('refreshing an enabled outbox', () => {
     const marker = `after-restore-${Date.now()}`;
     await c.query(`select base.http_request('POST', 'https://example.com/hook', '{}'::jsonb, jsonb_build_object('marker', $1::text))`, [marker]);
     await c.end();
-    const kafka = new Kafka({ brokers: stack().kafkaBrokers, logLevel: logLevel.NOTHING });
-    const consumer = kafka.consumer({ groupId: uniqueName('rfr-pub') });
-    await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: true });
-    const seen = new Promise<void>((resolve) => {
-      void consumer.run({ eachMessage: async ({ message }) => { if (message.value?.toString().includes(marker)) resolve(); } });
-    });
-    await Promise.race([seen, new Promise((_, reject) => setTimeout(() => reject(new Error('the message enqueued after the publication was restored never arrived')), 60_000))]);
-    await consumer.disconnect();
+    await markerOnTopic(marker, 'the message enqueued after the publication was restored');
   });
 
   it('reports a project whose connector and slot are both gone, and does not invent a new slot', async () => {
