@@ -13,6 +13,8 @@ export interface ConnectorTarget {
   dbHost?: string;
   dbPort?: number;
   topic: string;
+  /** the project's message prefix (base.capture.message_prefix): the only one its connector reads */
+  messagePrefix: string;
 }
 
 export const slotName = (ref: string, prefix: string) => `outbox_${prefix}_${ref}`.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 63);
@@ -38,6 +40,7 @@ export function renderConnectorConfig(t: ConnectorTarget, prefix: string): Recor
     PUBLICATION_NAME: publicationName(t.ref, prefix),
     TOPIC: t.topic,
     PROJECT_REF: t.ref,
+    MESSAGE_PREFIX: t.messagePrefix,
   };
   const template = JSON.parse(readFileSync(path.join(repoRoot, 'connectors', 'outbox-connector.json'), 'utf8')) as Record<string, string>;
   return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, v.replace(/\$\{([A-Z_]+)\}/g, (_, name: string) => vars[name] ?? '')]));

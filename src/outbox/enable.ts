@@ -92,6 +92,11 @@ export async function installBaseSchema(databaseUrl: string, publication?: strin
   });
 }
 
+/** The prefix of the project's outbox messages (base-schema.sql, base.capture): a secret, never logged. */
+async function readMessagePrefix(c: pg.Client): Promise<string> {
+  return (await c.query('select message_prefix from base.capture')).rows[0].message_prefix as string;
+}
+
 /** Adds base.outbox to the publication unless it is in it already. */
 async function addOutboxToPublication(c: pg.Client, publication: string): Promise<void> {
   const member = await c.query(`select 1 from pg_publication_tables where pubname = $1 and schemaname = 'base' and tablename = 'outbox'`, [publication]);
@@ -120,7 +125,8 @@ export async function enableOutbox(env: OutboxEnv, ref: string, databaseUrl: str
   });
   await installBaseSchema(databaseUrl, publication);
   const name = connectorName(ref, env.topicPrefix);
-  const config = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic }, env.topicPrefix);
+  const messagePrefix = await withClient(databaseUrl, readMessagePrefix);
+  const config = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic, messagePrefix }, env.topicPrefix);
   await env.connect.upsert(name, config);
   await env.connect.waitRunning(name);
   return name;
@@ -190,7 +196,10 @@ export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: st
               exists (select 1 from pg_publication_tables where pubname = $1 and schemaname = 'base' and tablename = 'outbox') as member`,
       [pubName],
     );
-    return r.rows[0] as { version: string | null; publication: boolean; member: boolean };
+    const row = r.rows[0] as { version: string | null; publication: boolean; member: boolean; messagePrefix?: string };
+    // read here only when the schema is this build's: an older one may not have the column yet
+    if (row.version === baseSchemaVersion) row.messagePrefix = await readMessagePrefix(c);
+    return row;
   });
   const schema = found.version === baseSchemaVersion ? 'current' : 'reinstalled';
   const publication = !found.publication ? 'missing' : found.member ? 'current' : 'restored';
@@ -203,7 +212,8 @@ export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: st
 
   const name = connectorName(ref, env.topicPrefix);
   const current = await env.connect.config(name);
-  const wanted = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic }, env.topicPrefix);
+  const messagePrefix = found.messagePrefix ?? (await withClient(databaseUrl, readMessagePrefix));
+  const wanted = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic, messagePrefix }, env.topicPrefix);
   if (!current) {
     // Deleted from Connect (by hand, or Connect lost its config topic) while the project is enabled:
     // its slot has kept every change since, so registering it again loses nothing.

@@ -14,7 +14,8 @@
 //     tup_updated + tup_deleted; any enqueue inserts a row) and the WAL position L0.
 //  2. Stop, and wait until the slot has no reader.
 //  3. Peek the slot up to L0 (pg_logical_slot_peek_binary_changes with the connector's
-//     publication: only base.outbox inserts can appear), after the connector's committed offset.
+//     publication: only base.outbox inserts and logical decoding messages can appear), after the
+//     connector's committed offset.
 //     Anything there was committed before L0 and not captured: resume at once. Nothing: the
 //     connector stays stopped ('idle').
 //  4. Every CAPTURE_WAKE_INTERVAL, one query per database cluster reads the counters of every idle
@@ -131,8 +132,15 @@ export async function stopIdleConnector(ctx: Ctx, ref: string, connector: string
 }
 
 /**
+ * How every project's message prefix starts (base-schema.sql, base.capture.message_prefix; the rest
+ * is the project's secret). pgoutput's 'M' record: type, flags (1 byte), LSN (8), then the prefix.
+ */
+const MESSAGE_PREFIX_START = 'base_outbox_';
+
+/**
  * Messages in the slot up to `upto` that the connector has not processed ('I': an insert into
- * base.outbox, the only table of the publication). The slot's confirmed position trails what the
+ * base.outbox, the only table of the publication; 'M': a transactional logical decoding message
+ * with an outbox prefix, which the webhook trigger writes). The slot's confirmed position trails what the
  * connector processed (Debezium confirms to the slot lazily), so its own committed offset says
  * where it was: transactions come out of the slot in commit order, so what follows its last
  * transaction (and, within that one, its last change) is new. The slot must have no reader.
@@ -142,11 +150,13 @@ async function uncaptured(c: Pick<pg.Client, 'query'>, ctx: Ctx, connector: stri
   if (stopped?.()) throw new Error('stopped before the peek: a wake wants the slot');
   const pending = await c.query(
     `with ch as (
-       select x.lsn, x.xid, get_byte(x.data, 0) as t, x.n
-         from pg_logical_slot_peek_binary_changes($1, $2::pg_lsn, null, 'proto_version', '1', 'publication_names', $3) with ordinality as x(lsn, xid, data, n)),
+       select x.lsn, x.xid, x.n,
+              get_byte(x.data, 0) = ascii('I')
+              or (get_byte(x.data, 0) = ascii('M') and substring(x.data from 11 for ${MESSAGE_PREFIX_START.length}) = convert_to('${MESSAGE_PREFIX_START}', 'UTF8')) as outbox
+         from pg_logical_slot_peek_binary_changes($1, $2::pg_lsn, null, 'proto_version', '1', 'publication_names', $3, 'messages', 'true') with ordinality as x(lsn, xid, data, n)),
      last as (select max(n) as n from ch where $4::text is not null and xid = $4::xid)
      select count(*)::int as n from ch, last
-      where ch.t = ascii('I')
+      where ch.outbox
         and (last.n is null or (ch.xid <> $4::xid and ch.n > last.n) or (ch.xid = $4::xid and ch.lsn > $5::pg_lsn))`,
     [slot, upto, publication, at?.txId ?? null, at?.lsn ?? null],
   );

@@ -8,9 +8,9 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, chownSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../config.js';
 import { alive, portOpen, sleep, waitFor, which } from './processes.js';
-import { repoRoot } from '../config.js';
+import { repoRoot, type Config } from '../config.js';
+import { addPluginServices, pluginServicesStamp } from './plugin-services.js';
 
 export type PartName = 'postgres' | 'kafka' | 'connect';
 export interface PartStatus {
@@ -203,15 +203,14 @@ function requireJava(): string {
 }
 
 /**
- * Fetches the jars via connectors/pom.xml (once, and when the pom changes) into a directory of its
- * own; only then stops a broker or Connect still running from the old jars (they would go on with
- * classes whose files are gone; `up` starts them again) and moves the new ones in.
+ * Fetches the jars via connectors/pom.xml (once, and when it or plugin-services changes) into a directory
+ * of its own; only then stops a broker or Connect running from the old jars (`up` restarts them), and moves the new ones in.
  */
 export async function ensureJars(cfg: Config, log: Log): Promise<void> {
   const d = dirs(cfg);
   const marker = path.join(d.root, 'jars.ok');
   const pom = path.join(repoRoot, 'connectors', 'pom.xml');
-  const pomStamp = readFileSync(pom, 'utf8');
+  const pomStamp = readFileSync(pom, 'utf8') + pluginServicesStamp();
   if (existsSync(marker) && readFileSync(marker, 'utf8') === pomStamp && existsSync(d.lib) && existsSync(d.plugins)) return;
   const mvn = which('mvn');
   if (!mvn) {
@@ -223,6 +222,7 @@ export async function ensureJars(cfg: Config, log: Log): Promise<void> {
   rmSync(next, { recursive: true, force: true });
   execFileSync(mvn, ['-q', '-B', '-f', pom, 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${path.join(next, 'lib')}`], { stdio: 'inherit' });
   execFileSync(mvn, ['-q', '-B', '-f', pom, 'dependency:unpack@debezium', `-Dstate.dir=${next}`], { stdio: 'inherit' });
+  addPluginServices(path.join(next, 'plugins'));
   for (const part of ['connect', 'kafka'] as PartName[]) {
     const pid = readPid(cfg, part);
     if (pid !== null) await stopPid(pid, part, log, 30_000).then(() => log(`${part}: stopped, since connectors/pom.xml changed its jars`));

@@ -66,10 +66,11 @@ describe('refreshing an enabled outbox', () => {
   });
 
   it('re-applies the template to a connector registered with other settings, and re-installs an older schema', async () => {
-    const wanted = renderConnectorConfig({ ref, databaseUrl: dbUrl, topic }, prefix);
-    await env.connect.upsert(name(), { ...wanted, 'heartbeat.interval.ms': '777', 'poll.interval.ms': '777' });
     const c = new pg.Client({ connectionString: dbUrl });
     await c.connect();
+    const messagePrefix = (await c.query('select message_prefix from base.capture')).rows[0].message_prefix as string;
+    const wanted = renderConnectorConfig({ ref, databaseUrl: dbUrl, topic, messagePrefix }, prefix);
+    await env.connect.upsert(name(), { ...wanted, 'heartbeat.interval.ms': '777', 'poll.interval.ms': '777' });
     await c.query(`comment on schema base is 'integrations base schema 0000000000000000'`);
     await c.end();
 

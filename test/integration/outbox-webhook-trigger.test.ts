@@ -1,7 +1,8 @@
-// base.webhook_trigger in a real database: the message it writes (read back by a capture trigger on
-// base.outbox, no Debezium needed), and the 1 MB rule measured on the row's JSON text — including
-// rows whose binary size is far below their text size (escaped control characters), which the
-// cheap size pre-check must still send to the exact check.
+// base.webhook_trigger in a real database: the message it writes (a transactional logical decoding
+// message, read back through a test_decoding slot of the test's own, no Debezium needed), and the
+// 1 MB rule measured on the row's JSON text — including rows whose binary size is far below their
+// text size (escaped control characters), which the cheap size pre-check must still send to the
+// exact check.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { installBaseSchema } from '../../src/outbox/enable.js';
@@ -10,9 +11,11 @@ import { createDatabase, dropDatabase, uniqueName } from '../helpers/env.js';
 
 describe('base.webhook_trigger', () => {
   const dbName = uniqueName('trg_');
+  const slot = `${dbName}_read`.toLowerCase();
   const hookId = '6f1c2a8e-1d2b-4c3d-9e4f-5a6b7c8d9e0f';
   let db: pg.Client;
   let url: string;
+  let prefix: string;
 
   beforeAll(async () => {
     url = await createDatabase(dbName);
@@ -21,24 +24,41 @@ describe('base.webhook_trigger', () => {
     await db.connect();
     await db.query(`create table public.items (id serial primary key, name text, big text)`);
     await installWebhookTrigger(db, { id: hookId, schema: 'public', table: 'items', events: ['INSERT', 'UPDATE', 'DELETE'] });
-    // what Debezium would read: every row inserted into base.outbox
-    await db.query(`create table public.captured (n serial, id uuid, aggregateid text, type text, payload jsonb)`);
-    await db.query(`create function public.capture() returns trigger language plpgsql as $$
-      begin insert into public.captured (id, aggregateid, type, payload) values (new.id, new.aggregateid, new.type, new.payload); return null; end $$`);
-    await db.query(`create trigger capture after insert on base.outbox for each row execute function public.capture()`);
+    prefix = (await db.query('select message_prefix from base.capture')).rows[0].message_prefix;
+    // what Debezium would read: the database's logical decoding messages, in commit order
+    await db.query(`select pg_create_logical_replication_slot($1, 'test_decoding')`, [slot]);
   });
 
   afterAll(async () => {
+    await db?.query('select pg_drop_replication_slot($1)', [slot]).catch(() => {});
     await db?.end();
     await dropDatabase(dbName).catch(() => {});
   });
 
-  const last = async () => (await db.query(`select id, aggregateid, type, payload from public.captured order by n desc limit 1`)).rows[0];
+  /** The messages committed since the last call: prefix, whether transactional, and content. */
+  const messages = async () => {
+    const r = await db.query(`select data from pg_logical_slot_get_changes($1, null, null) where data like 'message:%'`, [slot]);
+    return r.rows.map(({ data }: { data: string }) => {
+      const m = /^message: transactional: (\d) prefix: ([^,]*), sz: \d+ content:/.exec(data)!;
+      return { transactional: m[1] === '1', prefix: m[2], content: data.slice(m[0].length) };
+    });
+  };
+  /** The last message written, in the shape of a base.outbox row (what the connector turns it into). */
+  const last = async () => {
+    const all = await messages();
+    expect(all.length).toBeGreaterThan(0);
+    const m = all[all.length - 1];
+    expect(m).toMatchObject({ transactional: true, prefix });
+    const row = JSON.parse(m.content);
+    expect(typeof row.payload).toBe('string'); // JSON text, as the Event Router passes it on
+    return { ...row, payload: JSON.parse(row.payload) };
+  };
 
-  it('writes the message of an INSERT and an UPDATE, and leaves base.outbox empty', async () => {
+  it("writes the message of an INSERT and an UPDATE, under the project's prefix, and nothing into base.outbox", async () => {
     const { rows } = await db.query(`insert into public.items (name) values ('first') returning id`);
     const m = await last();
     expect(m.type).toBe('webhook');
+    expect(m.aggregatetype).toBe('message');
     expect(m.aggregateid).toBe(m.id);
     expect(m.payload).toMatchObject({ id: m.id, kind: 'webhook', webhook_id: hookId });
     expect(m.payload.payload).toEqual({
@@ -57,6 +77,36 @@ describe('base.webhook_trigger', () => {
     expect(u).toMatchObject({ type: 'UPDATE', record: { name: 'renamed' }, old_record: { name: 'first' } });
     expect(u).not.toHaveProperty('truncated');
     expect((await db.query('select count(*)::int as n from base.outbox')).rows[0].n).toBe(0);
+  });
+
+  it('writes nothing for a rolled-back change', async () => {
+    await messages();
+    await db.query('begin');
+    await db.query(`insert into public.items (name) values ('rolled back')`);
+    await db.query('rollback');
+    await db.query(`insert into public.items (name) values ('committed')`);
+    const after = await messages();
+    expect(after).toHaveLength(1);
+    expect(JSON.parse(JSON.parse(after[0].content).payload).payload.record.name).toBe('committed');
+  });
+
+  it('keeps the prefix from the API roles and from function bodies, and across a re-install', async () => {
+    // any role may call pg_logical_emit_message: the random prefix is what a forgery cannot know
+    expect(prefix).toMatch(/^base_outbox_[0-9a-f]{32}$/);
+    for (const role of ['anon', 'authenticated', 'base_callback']) {
+      await db.query('begin');
+      try {
+        await db.query(`set local role ${role}`);
+        await expect(db.query('select message_prefix from base.capture')).rejects.toThrow(/permission denied/);
+      } finally {
+        await db.query('rollback');
+      }
+    }
+    const inBodies = await db.query(`select count(*)::int as n from pg_proc where prosrc like '%' || $1 || '%'`, [prefix]);
+    expect(inBodies.rows[0].n).toBe(0);
+    await db.query(`comment on schema base is 'integrations base schema 0000000000000000'`);
+    await installBaseSchema(url);
+    expect((await db.query('select message_prefix from base.capture')).rows[0].message_prefix).toBe(prefix);
   });
 
   it('keeps a row just under 1 MB of JSON whole', async () => {

@@ -14,7 +14,7 @@ describe('topic names', () => {
 
 describe('connector template', () => {
   it('renders slot, publication, topic and project header for one project', () => {
-    const c = renderConnectorConfig({ ref: 'my-app', databaseUrl: 'postgres://dbz:p%40ss@db.internal:6543/proj_my_app', topic: 'acme.outbox' }, 'acme');
+    const c = renderConnectorConfig({ ref: 'my-app', databaseUrl: 'postgres://dbz:p%40ss@db.internal:6543/proj_my_app', topic: 'acme.outbox', messagePrefix: 'base_outbox_0123abcd' }, 'acme');
     expect(c['database.hostname']).toBe('db.internal');
     expect(c['database.port']).toBe('6543');
     expect(c['database.password']).toBe('p@ss');
@@ -23,6 +23,7 @@ describe('connector template', () => {
     expect(c['slot.name']).toMatch(/^[a-z0-9_]+$/);
     expect(c['transforms.outbox.route.topic.replacement']).toBe('acme.outbox');
     expect(c['transforms.project.value.literal']).toBe('my-app');
+    expect(c['message.prefix.include.list']).toBe('base_outbox_0123abcd');
     expect(Object.values(c).join()).not.toContain('${');
   });
 });
