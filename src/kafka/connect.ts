@@ -146,10 +146,13 @@ export class ConnectClient {
     const r = await this.call('GET', `/connectors/${encodeURIComponent(name)}/offsets`);
     if (r.status !== 200) throw new Error(`reading the offsets of connector ${name} failed with HTTP ${r.status}`);
     const offset = (r.json?.offsets ?? [])[0]?.offset as Record<string, unknown> | undefined;
-    const lsn = offset?.lsn_proc ?? offset?.lsn;
-    if (offset?.txId === undefined || offset?.txId === null || lsn === undefined || lsn === null) return null;
+    // Both are processed: lsn_proc (the last change completely processed) and lsn (the change
+    // whose record this offset is). For a logical decoding message (messageType MESSAGE), lsn_proc
+    // still names a position before it, so the later of the two says where the connector was.
+    const positions = [offset?.lsn_proc, offset?.lsn].filter((v) => v !== undefined && v !== null).map((v) => BigInt(v as number | string));
+    if (offset?.txId === undefined || offset?.txId === null || positions.length === 0) return null;
     // Debezium stores an LSN as a 64-bit number; PostgreSQL writes it as two hex halves
-    const n = BigInt(lsn as number | string);
+    const n = positions.reduce((a, b) => (b > a ? b : a));
     return { txId: String(offset.txId), lsn: `${(n >> 32n).toString(16).toUpperCase()}/${(n & 0xffffffffn).toString(16).toUpperCase()}` };
   }
 
