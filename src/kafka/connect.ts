@@ -120,6 +120,22 @@ export class ConnectClient {
     throw new Error(`restarting connector ${name} failed with HTTP ${r.status}`);
   }
 
+  /** Restarts the connector and all its tasks, running or not (KIP-745). */
+  async restartAll(name: string): Promise<'restarted' | 'busy' | 'gone'> {
+    const r = await this.call('POST', `/connectors/${encodeURIComponent(name)}/restart?includeTasks=true`);
+    if (r.status === 202 || r.status === 204 || r.status === 200) return 'restarted';
+    if (r.status === 404) return 'gone';
+    if (r.status === 409) return 'busy';
+    throw new Error(`restarting connector ${name} failed with HTTP ${r.status}`);
+  }
+
+  /** The configs Connect generated for the connector's tasks (what a task started now runs with). */
+  async taskConfigs(name: string): Promise<Record<string, string>[]> {
+    const r = await this.call('GET', `/connectors/${encodeURIComponent(name)}/tasks`);
+    if (r.status !== 200 || !Array.isArray(r.json)) return [];
+    return r.json.map((t: { config?: Record<string, string> }) => t.config ?? {});
+  }
+
   /**
    * Stops the connector (KIP-875: its tasks are shut down, its config and offsets kept; no thread,
    * no replication connection) or resumes a stopped one. Connect answers 409 while it rebalances.

@@ -17,6 +17,7 @@ import { repoRoot } from '../config.js';
 import { ConnectClient } from '../kafka/index.js';
 import { connectorName, publicationName, renderConnectorConfig, slotName } from './connector.js';
 import { POLL_KEY } from './capture-speed.js';
+import { armMessages, chooseMessagePrefix, databaseNow } from './messages.js';
 
 const baseSchemaSql = readFileSync(path.join(repoRoot, 'src', 'outbox', 'sql', 'base-schema.sql'), 'utf8');
 // Recorded as the comment of schema `base`, so a start can tell an installed schema from an older one.
@@ -92,9 +93,9 @@ export async function installBaseSchema(databaseUrl: string, publication?: strin
   });
 }
 
-/** The prefix of the project's outbox messages (base-schema.sql, base.capture): a secret, never logged. */
-async function readMessagePrefix(c: pg.Client): Promise<string> {
-  return (await c.query('select message_prefix from base.capture')).rows[0].message_prefix as string;
+/** The prefix of the project's outbox messages once armed (messages.ts), else null: a secret, never logged. */
+async function readMessagePrefix(c: pg.Client): Promise<string | null> {
+  return (await c.query('select message_prefix from base.capture')).rows[0].message_prefix as string | null;
 }
 
 /** Adds base.outbox to the publication unless it is in it already. */
@@ -125,10 +126,16 @@ export async function enableOutbox(env: OutboxEnv, ref: string, databaseUrl: str
   });
   await installBaseSchema(databaseUrl, publication);
   const name = connectorName(ref, env.topicPrefix);
-  const messagePrefix = await withClient(databaseUrl, readMessagePrefix);
-  const config = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic, messagePrefix }, env.topicPrefix);
-  await env.connect.upsert(name, config);
-  await env.connect.waitRunning(name);
+  await withClient(databaseUrl, async (c) => {
+    const armed = await readMessagePrefix(c);
+    const messagePrefix = chooseMessagePrefix(armed, await env.connect.config(name));
+    const config = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic, messagePrefix }, env.topicPrefix);
+    const since = await databaseNow(c);
+    await env.connect.upsert(name, config);
+    await env.connect.waitRunning(name);
+    // not proven in time: the trigger writes rows, and the next start's refresh tries again
+    if (!armed) await armMessages(env.connect, c, { connector: name, slot, prefix: messagePrefix, since, waitMs: 30_000 });
+  });
   return name;
 }
 
@@ -174,6 +181,11 @@ export interface RefreshResult {
    * change it decodes); `npm run admin -- recapture --ref <ref>` starts the capture again.
    */
   publication: 'current' | 'restored' | 'missing';
+  /**
+   * How the webhook trigger enqueues (messages.ts): current / armed (now) as logical decoding
+   * messages; rows: as rows of base.outbox, since no task reading the messages could be proven.
+   */
+  messages: 'current' | 'armed' | 'rows';
 }
 
 /**
@@ -196,10 +208,7 @@ export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: st
               exists (select 1 from pg_publication_tables where pubname = $1 and schemaname = 'base' and tablename = 'outbox') as member`,
       [pubName],
     );
-    const row = r.rows[0] as { version: string | null; publication: boolean; member: boolean; messagePrefix?: string };
-    // read here only when the schema is this build's: an older one may not have the column yet
-    if (row.version === baseSchemaVersion) row.messagePrefix = await readMessagePrefix(c);
-    return row;
+    return r.rows[0] as { version: string | null; publication: boolean; member: boolean };
   });
   const schema = found.version === baseSchemaVersion ? 'current' : 'reinstalled';
   const publication = !found.publication ? 'missing' : found.member ? 'current' : 'restored';
@@ -211,25 +220,39 @@ export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: st
   else if (publication === 'restored') await withClient(databaseUrl, (c) => addOutboxToPublication(c, pubName));
 
   const name = connectorName(ref, env.topicPrefix);
+  const slot = slotName(ref, env.topicPrefix);
   const current = await env.connect.config(name);
-  const messagePrefix = found.messagePrefix ?? (await withClient(databaseUrl, readMessagePrefix));
-  const wanted = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic, messagePrefix }, env.topicPrefix);
-  if (!current) {
-    // Deleted from Connect (by hand, or Connect lost its config topic) while the project is enabled:
-    // its slot has kept every change since, so registering it again loses nothing.
-    const slot = await withClient(databaseUrl, (c) => c.query('select 1 from pg_replication_slots where slot_name = $1', [slotName(ref, env.topicPrefix)]));
-    if (slot.rowCount === 0) return { schema, connector: 'missing', publication };
-    await env.connect.upsert(name, wanted);
-    return { schema, connector: 'recreated', publication };
-  }
-  // poll.interval.ms is the supervisor's (capture-speed.ts): a slow connector stays slow; any other
-  // value (set by hand, or by an older build) is brought back to the template like every other key
-  if (env.slowPollMs && current[POLL_KEY] === String(env.slowPollMs)) wanted[POLL_KEY] = current[POLL_KEY];
-  const keys = (o: Record<string, string>) => Object.keys(o).filter((k) => k !== 'name');
-  const same = keys(current).length === keys(wanted).length && keys(wanted).every((k) => current[k] === wanted[k]);
-  if (same) return { schema, connector: 'current', publication };
-  await env.connect.upsert(name, wanted);
-  return { schema, connector: 'updated', publication };
+  return withClient(databaseUrl, async (c): Promise<RefreshResult> => {
+    // (a second query, after the install: an older schema may not have the column)
+    const armed = await readMessagePrefix(c);
+    const messagePrefix = chooseMessagePrefix(armed, current);
+    const wanted = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic, messagePrefix }, env.topicPrefix);
+    const since = armed ? '' : await databaseNow(c);
+    let connector: RefreshResult['connector'];
+    if (!current) {
+      // Deleted from Connect (by hand, or Connect lost its config topic) while the project is enabled:
+      // its slot has kept every change since, so registering it again loses nothing.
+      const found = await c.query('select 1 from pg_replication_slots where slot_name = $1', [slot]);
+      if (found.rowCount === 0) return { schema, connector: 'missing', publication, messages: armed ? 'current' : 'rows' };
+      await env.connect.upsert(name, wanted);
+      connector = 'recreated';
+    } else {
+      // poll.interval.ms is the supervisor's (capture-speed.ts): a slow connector stays slow; any other
+      // value (set by hand, or by an older build) is brought back to the template like every other key
+      if (env.slowPollMs && current[POLL_KEY] === String(env.slowPollMs)) wanted[POLL_KEY] = current[POLL_KEY];
+      const keys = (o: Record<string, string>) => Object.keys(o).filter((k) => k !== 'name');
+      const same = keys(current).length === keys(wanted).length && keys(wanted).every((k) => current[k] === wanted[k]);
+      connector = same ? 'current' : 'updated';
+      if (!same) await env.connect.upsert(name, wanted);
+      // the config has the prefix from an earlier start that could not arm it: restart its tasks,
+      // so that the reader the proof needs connects after `since`
+      // (a stopped connector has no task to restart; its free slot is the proof)
+      else if (!armed && (await env.connect.status(name))?.connector !== 'STOPPED') await env.connect.restartAll(name);
+    }
+    if (armed) return { schema, connector, publication, messages: 'current' };
+    const ok = await armMessages(env.connect, c, { connector: name, slot, prefix: messagePrefix, since, waitMs: 30_000 });
+    return { schema, connector, publication, messages: ok ? 'armed' : 'rows' };
+  });
 }
 
 /** Removes the connector, then its slot and publication (a leftover slot pins WAL forever). */

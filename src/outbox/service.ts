@@ -128,7 +128,8 @@ export async function refreshEnabledOutboxes(
       const r = await refreshProjectOutbox(ctx, ref);
       if (r === 'busy' || r === null) continue; // being disabled by another process, or already disabled
       out.set(ref, r);
-      if (r.schema !== 'current' || r.connector === 'updated') ctx.log.info({ project: ref, ...r }, 'outbox brought up to this version');
+      if (r.schema !== 'current' || r.connector === 'updated' || r.messages === 'armed') ctx.log.info({ project: ref, ...r }, 'outbox brought up to this version');
+      if (r.messages === 'rows' && r.connector !== 'missing') ctx.log.warn({ project: ref }, 'no task of the outbox connector could be seen reading logical decoding messages within 30s: its webhook triggers go on writing rows of base.outbox (slower, nothing lost); the next start tries again');
       if (r.connector === 'recreated') ctx.log.warn({ project: ref }, 'the outbox connector was missing; registered it again from its replication slot (nothing committed is lost)');
       if (r.publication === 'restored') ctx.log.warn({ project: ref }, 'base.outbox had been taken out of the outbox publication; put it back (messages enqueued while it was out were not captured)');
       // (with the connector and slot gone too, the line below says what to do)

@@ -8,7 +8,9 @@ import { ConnectClient } from '../../src/kafka/index.js';
 import { connectorName, renderConnectorConfig } from '../../src/outbox/index.js';
 import { baseSchemaVersion, disableOutbox, enableOutbox, refreshOutbox, type OutboxEnv } from '../../src/outbox/enable.js';
 import { refreshEnabledOutboxes } from '../../src/outbox/service.js';
-import { createDatabase, createTopicReady, dropDatabase, stack, uniqueName } from '../helpers/env.js';
+import { installWebhookTrigger } from '../../src/outbox/webhook-triggers.js';
+import { armMessages, chooseMessagePrefix, databaseNow } from '../../src/outbox/messages.js';
+import { createDatabase, createTopicReady, dropDatabase, eventually, stack, uniqueName } from '../helpers/env.js';
 import { startTestService } from '../helpers/service.js';
 
 describe('refreshing an enabled outbox', () => {
@@ -30,16 +32,23 @@ describe('refreshing an enabled outbox', () => {
     }
   };
 
-  /** Reads the outbox topic from the start until a record carries `marker` (60 s at most). */
-  const markerOnTopic = async (marker: string, what: string) => {
+  /** Reads the outbox topic from the start until records carry every marker (60 s at most). */
+  const markerOnTopic = async (marker: string | string[], what: string) => {
+    const left = new Set(Array.isArray(marker) ? marker : [marker]);
     const consumer = new Kafka({ brokers: stack().kafkaBrokers, logLevel: logLevel.NOTHING }).consumer({ groupId: uniqueName('rfr-read') });
     await consumer.connect();
     try {
       await consumer.subscribe({ topic, fromBeginning: true });
       const seen = new Promise<void>((resolve) => {
-        void consumer.run({ eachMessage: async ({ message }) => { if (message.value?.toString().includes(marker)) resolve(); } });
+        void consumer.run({
+          eachMessage: async ({ message }) => {
+            const value = message.value?.toString() ?? '';
+            for (const m of left) if (value.includes(m)) left.delete(m);
+            if (left.size === 0) resolve();
+          },
+        });
       });
-      await Promise.race([seen, new Promise((_, reject) => setTimeout(() => reject(new Error(`${what} never arrived`)), 60_000))]);
+      await Promise.race([seen, new Promise((_, reject) => setTimeout(() => reject(new Error(`${what} never arrived (${left.size} missing)`)), 60_000))]);
     } finally {
       await consumer.disconnect();
     }
@@ -62,7 +71,7 @@ describe('refreshing an enabled outbox', () => {
 
   it('leaves an up-to-date project alone', async () => {
     expect(await schemaComment()).toBe(baseSchemaVersion);
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current', messages: 'current' });
   });
 
   it('re-applies the template to a connector registered with other settings, and re-installs an older schema', async () => {
@@ -74,14 +83,14 @@ describe('refreshing an enabled outbox', () => {
     await c.query(`comment on schema base is 'integrations base schema 0000000000000000'`);
     await c.end();
 
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'reinstalled', connector: 'updated', publication: 'current' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'reinstalled', connector: 'updated', publication: 'current', messages: 'current' });
     expect((await env.connect.config(name()))!['heartbeat.interval.ms']).toBe(wanted['heartbeat.interval.ms']);
     // a poll interval neither speed has is the template's again
     expect((await env.connect.config(name()))!['poll.interval.ms']).toBe(wanted['poll.interval.ms']);
     expect(wanted['heartbeat.interval.ms']).not.toBe('777');
     expect(await schemaComment()).toBe(baseSchemaVersion);
     await env.connect.waitRunning(name());
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current', messages: 'current' });
   });
 
   it('registers a deleted connector again from its slot, and delivers what was committed while it was gone', async () => {
@@ -93,9 +102,9 @@ describe('refreshing an enabled outbox', () => {
     await c.query(`select base.http_request('POST', 'https://example.com/hook', '{}'::jsonb, jsonb_build_object('marker', $1::text))`, [marker]);
     await c.end();
 
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'recreated', publication: 'current' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'recreated', publication: 'current', messages: 'current' });
     await env.connect.waitRunning(name());
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current', messages: 'current' });
     await markerOnTopic(marker, 'the message committed while the connector was gone');
   });
 
@@ -105,18 +114,101 @@ describe('refreshing an enabled outbox', () => {
     await c.connect();
     const pub = (await c.query(`select pubname from pg_publication_tables where schemaname = 'base' and tablename = 'outbox'`)).rows[0].pubname as string;
     await c.query(`alter publication ${pg.escapeIdentifier(pub)} drop table base.outbox`);
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'restored' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'restored', messages: 'current' });
     expect((await c.query(`select 1 from pg_publication_tables where pubname = $1 and schemaname = 'base' and tablename = 'outbox'`, [pub])).rowCount).toBe(1);
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current', messages: 'current' });
     const marker = `after-restore-${Date.now()}`;
     await c.query(`select base.http_request('POST', 'https://example.com/hook', '{}'::jsonb, jsonb_build_object('marker', $1::text))`, [marker]);
     await c.end();
     await markerOnTopic(marker, 'the message enqueued after the publication was restored');
   });
 
+  it('moves a project of the row build to logical messages only once its task reads them, losing nothing written meanwhile', async () => {
+    await env.connect.waitRunning(name());
+    const c = new pg.Client({ connectionString: dbUrl });
+    await c.connect();
+    const writer = new pg.Client({ connectionString: dbUrl });
+    await writer.connect();
+    try {
+      await c.query('create table if not exists public.upgraded (id serial primary key, note text)');
+      await installWebhookTrigger(c, { id: '0b4d1c7e-5a8f-4e2b-9c3d-7f6e5d4c3b2a', schema: 'public', table: 'upgraded', events: ['INSERT'] });
+      // the build before: no prefix in the database, a connector that knows no messages
+      await c.query('update base.capture set message_prefix = null');
+      const older = { ...(await env.connect.config(name()))! };
+      delete older['message.prefix.include.list'];
+      delete older['transforms.message.type'];
+      older.transforms = 'outbox,project';
+      await env.connect.upsert(name(), older);
+      await eventually(async () => (await env.connect.taskConfigs(name())).every((t) => t.transforms === 'outbox,project'), 30_000, 'the older task config');
+      await env.connect.waitRunning(name());
+      const before = `row-build-${Date.now()}`;
+      await c.query('insert into public.upgraded (note) values ($1)', [before]);
+
+      // an application writing all through the upgrade
+      const during: string[] = [];
+      let writing = true;
+      const writes = (async () => {
+        for (let i = 0; writing; i++) {
+          const note = `during-${Date.now()}-${i}`;
+          await writer.query('insert into public.upgraded (note) values ($1)', [note]);
+          during.push(note);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      })();
+      const result = await refreshOutbox(env, ref, dbUrl);
+      writing = false;
+      await writes;
+      expect(result).toEqual({ schema: 'current', connector: 'updated', publication: 'current', messages: 'armed' });
+      const armed = (await c.query('select message_prefix from base.capture')).rows[0].message_prefix as string;
+      expect((await env.connect.config(name()))!['message.prefix.include.list']).toBe(armed);
+
+      // from now on the trigger writes messages (outbox-webhook-trigger.test.ts), which the task reads
+      const after = `message-build-${Date.now()}`;
+      await c.query('insert into public.upgraded (note) values ($1)', [after]);
+      expect(during.length).toBeGreaterThan(0);
+      await markerOnTopic([before, ...during, after], 'the rows written before, during and after the upgrade');
+      expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current', messages: 'current' });
+    } finally {
+      await writer.end();
+      await c.end();
+    }
+  });
+
+  it('arms messages only on proof: task configs with the prefix, and a reader connected since, or none while stopped', async () => {
+    await env.connect.waitRunning(name());
+    const c = new pg.Client({ connectionString: dbUrl });
+    await c.connect();
+    try {
+      const slot = (await c.query(`select slot_name from pg_replication_slots where database = current_database()`)).rows[0].slot_name as string;
+      const armed = (await c.query('select message_prefix from base.capture')).rows[0].message_prefix as string;
+      await c.query('update base.capture set message_prefix = null');
+      const probe = { connector: name(), slot, waitMs: 1_500 };
+      // a prefix the task configs do not carry (an older config): never
+      expect(await armMessages(env.connect, c, { ...probe, prefix: chooseMessagePrefix(null, null), since: await databaseNow(c) })).toBe(false);
+      // the configs carry it, but the reader connected before `since`: it may be a task from before
+      await eventually(async () => (await c.query('select active from pg_replication_slots where slot_name = $1', [slot])).rows[0].active, 30_000, 'a reader on the slot');
+      const since = await databaseNow(c);
+      expect(await armMessages(env.connect, c, { ...probe, prefix: armed, since })).toBe(false);
+      expect((await c.query('select message_prefix from base.capture')).rows[0].message_prefix).toBeNull();
+      // its tasks restarted: the new reader is the proof
+      await env.connect.restartAll(name());
+      expect(await armMessages(env.connect, c, { ...probe, prefix: armed, since, waitMs: 30_000 })).toBe(true);
+      expect((await c.query('select message_prefix from base.capture')).rows[0].message_prefix).toBe(armed);
+      // stopped, with its slot free: armed at once (whatever starts later has the config)
+      await c.query('update base.capture set message_prefix = null');
+      await env.connect.setTarget(name(), 'stop');
+      await eventually(async () => !(await c.query('select active from pg_replication_slots where slot_name = $1', [slot])).rows[0].active, 30_000, 'the slot free');
+      expect(await armMessages(env.connect, c, { ...probe, prefix: armed, since: await databaseNow(c), waitMs: 30_000 })).toBe(true);
+      await env.connect.setTarget(name(), 'resume');
+      await env.connect.waitRunning(name());
+    } finally {
+      await c.end();
+    }
+  });
+
   it('reports a project whose connector and slot are both gone, and does not invent a new slot', async () => {
     await disableOutbox(env, ref, dbUrl);
-    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'missing', publication: 'missing' });
+    expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'missing', publication: 'missing', messages: 'current' });
     expect(await env.connect.config(name())).toBeNull();
   });
 });
@@ -134,7 +226,7 @@ describe('refreshing at start', () => {
 
       const results = await refreshEnabledOutboxes(svc.ctx);
       expect([...results.keys()]).toEqual([enabled.ref]);
-      expect(results.get(enabled.ref)).toEqual({ schema: 'current', connector: 'updated', publication: 'current' });
+      expect(results.get(enabled.ref)).toEqual({ schema: 'current', connector: 'updated', publication: 'current', messages: 'current' });
       expect((await svc.ctx.connect.config(name))!['heartbeat.interval.ms']).toBe(current['heartbeat.interval.ms']);
       expect(results.has(idle.ref)).toBe(false);
 
@@ -152,7 +244,7 @@ describe('refreshing at start', () => {
         other.release();
       }
       // once the lock is free, the still-enabled project gets its connector back from its slot
-      expect((await refreshEnabledOutboxes(svc.ctx)).get(enabled.ref)).toEqual({ schema: 'current', connector: 'recreated', publication: 'current' });
+      expect((await refreshEnabledOutboxes(svc.ctx)).get(enabled.ref)).toEqual({ schema: 'current', connector: 'recreated', publication: 'current', messages: 'current' });
       await svc.ctx.connect.waitRunning(name);
     } finally {
       await svc.stop();

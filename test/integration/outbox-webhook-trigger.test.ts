@@ -4,6 +4,7 @@
 // text size (escaped control characters), which the cheap size pre-check must still send to the
 // exact check.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { installBaseSchema } from '../../src/outbox/enable.js';
 import { installWebhookTrigger } from '../../src/outbox/webhook-triggers.js';
@@ -24,7 +25,9 @@ describe('base.webhook_trigger', () => {
     await db.connect();
     await db.query(`create table public.items (id serial primary key, name text, big text)`);
     await installWebhookTrigger(db, { id: hookId, schema: 'public', table: 'items', events: ['INSERT', 'UPDATE', 'DELETE'] });
-    prefix = (await db.query('select message_prefix from base.capture')).rows[0].message_prefix;
+    // what the service sets once the connector reads messages (src/outbox/messages.ts)
+    prefix = `base_outbox_${randomBytes(16).toString('hex')}`;
+    await db.query('update base.capture set message_prefix = $1', [prefix]);
     // what Debezium would read: the database's logical decoding messages, in commit order
     await db.query(`select pg_create_logical_replication_slot($1, 'test_decoding')`, [slot]);
   });
@@ -90,9 +93,23 @@ describe('base.webhook_trigger', () => {
     expect(JSON.parse(JSON.parse(after[0].content).payload).payload.record.name).toBe('committed');
   });
 
+  it('writes a row of base.outbox instead while the project has no prefix yet', async () => {
+    await messages();
+    await db.query('update base.capture set message_prefix = null');
+    try {
+      await db.query(`insert into public.items (name) values ('before the prefix')`);
+      const r = await db.query(`select data from pg_logical_slot_get_changes($1, null, null)`, [slot]);
+      const lines = r.rows.map((x: { data: string }) => x.data);
+      expect(lines.filter((l) => l.startsWith('message:'))).toEqual([]);
+      expect(lines.some((l) => l.startsWith('table base.outbox: INSERT:') && l.includes('before the prefix'))).toBe(true);
+      expect((await db.query('select count(*)::int as n from base.outbox')).rows[0].n).toBe(0);
+    } finally {
+      await db.query('update base.capture set message_prefix = $1', [prefix]);
+    }
+  });
+
   it('keeps the prefix from the API roles and from function bodies, and across a re-install', async () => {
     // any role may call pg_logical_emit_message: the random prefix is what a forgery cannot know
-    expect(prefix).toMatch(/^base_outbox_[0-9a-f]{32}$/);
     for (const role of ['anon', 'authenticated', 'base_callback']) {
       await db.query('begin');
       try {

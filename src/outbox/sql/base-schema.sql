@@ -68,9 +68,11 @@ alter table base.capture add column if not exists idle_since timestamptz;
 -- the only prefix the connector reads (message.prefix.include.list). Any role may call
 -- pg_logical_emit_message, so the prefix is what tells our messages from a forgery: it is random
 -- per project, readable only by the schema's owner (this table), and never written into a function
--- body (pg_proc.prosrc is readable by everyone). Kept across re-installs.
-alter table base.capture add column if not exists message_prefix text not null
-  default 'base_outbox_' || encode(gen_random_bytes(16), 'hex');
+-- body (pg_proc.prosrc is readable by everyone). Kept across re-installs. Null until the service
+-- has seen a task of the connector read with it (src/outbox/messages.ts): until then the trigger
+-- writes a row of base.outbox, since a task with an older config would pass a message on to a
+-- topic nobody reads.
+alter table base.capture add column if not exists message_prefix text;
 revoke all on base.capture from public;
 
 -- pg_stat_force_next_flush() exists from PostgreSQL 15 (before it, backends sent their counters
@@ -237,6 +239,7 @@ declare
   msg_id uuid := gen_random_uuid();
   idle boolean;
   prefix text;
+  body jsonb;
 begin
   if tg_nargs > 1 then
     if tg_argv[1] = 'row' then
@@ -258,7 +261,8 @@ begin
     end if;
   end if;
   payload := base._webhook_payload(tg_argv[0], tg_op, tg_table_schema, tg_table_name, rec, old_rec, columns);
-  -- The message is a transactional logical decoding message, not a row of base.outbox: decoded at
+  -- The message is a transactional logical decoding message, not a row of base.outbox (once the
+  -- project's prefix is set; a row before): decoded at
   -- commit, in commit order, and never for a rollback, like the row, at a third less of the
   -- customer's INSERT (no heap tuple, no index entry, no dead row; docs/benchmark.md, eleventh and
   -- fifteenth rounds). The connector turns it into the row's shape (DecodeLogicalDecodingMessageContent,
@@ -267,11 +271,16 @@ begin
   -- counters (idle-capture.ts). Written out here rather than calling a helper: with a call (and
   -- the key read by a query), 50,000-row inserts took ~20 % longer.
   select c.idle, c.message_prefix into idle, prefix from base.capture c;
-  perform pg_logical_emit_message(true, prefix,
-    '{"id":"' || msg_id || '","aggregatetype":"message","aggregateid":' || to_json(coalesce(lane, msg_id::text))::text
-    || ',"type":"webhook","payload":' || to_json((jsonb_build_object('id', msg_id, 'kind', 'webhook', 'created_at', payload ->> 'occurred_at', 'webhook_id', tg_argv[0], 'payload', payload)
-          || case when lane is not null then jsonb_build_object('ordering_key', lane, 'seq', nextval('base.outbox_seq')) else '{}'::jsonb end)::text)::text
-    || '}');
+  body := jsonb_build_object('id', msg_id, 'kind', 'webhook', 'created_at', payload ->> 'occurred_at', 'webhook_id', tg_argv[0], 'payload', payload)
+          || case when lane is not null then jsonb_build_object('ordering_key', lane, 'seq', nextval('base.outbox_seq')) else '{}'::jsonb end;
+  if prefix is not null then
+    perform pg_logical_emit_message(true, prefix,
+      '{"id":"' || msg_id || '","aggregatetype":"message","aggregateid":' || to_json(coalesce(lane, msg_id::text))::text
+      || ',"type":"webhook","payload":' || to_json(body::text)::text || '}');
+  else
+    insert into base.outbox (id, aggregateid, type, payload) values (msg_id, coalesce(lane, msg_id::text), 'webhook', body);
+    delete from base.outbox where id = msg_id;
+  end if;
   if idle then perform base._publish_stats(); end if;
   return null;
 end;

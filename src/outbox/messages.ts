@@ -1,0 +1,72 @@
+// A database webhook's trigger enqueues a transactional logical decoding message under the
+// project's prefix (base-schema.sql, base.webhook_trigger) once the prefix is set in
+// base.capture.message_prefix, and a row of base.outbox until then. The prefix is set ("armed")
+// only once no task of the connector can be reading with a config that lacks it: such a task (an
+// older build's config) passes a message on unchanged to a topic nobody reads (the Event Router
+// leaves what is not a change event alone), and the message would be lost.
+//
+// Proof, after the config with the prefix is PUT (or the tasks restarted) at `since` (the project
+// database's clock): Connect's task configs carry the prefix, and either the connector is STOPPED
+// with no reader on its slot (any task started later has the new config), or the slot's reader
+// (its walsender) connected after `since`. Until that holds, or if it never does within the wait,
+// the trigger goes on writing rows: slower, never wrong; the next start tries again.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { ConnectClient } from '../kafka/index.js';
+
+const PREFIX_KEY = 'message.prefix.include.list';
+export const MESSAGE_PREFIX_PATTERN = /^base_outbox_[0-9a-f]{32}$/;
+
+/**
+ * The prefix to render into the connector's config: the database's once armed; else the one the
+ * connector already has (an earlier start that could not arm it); else a new one.
+ */
+export function chooseMessagePrefix(armed: string | null, current: Record<string, string> | null): string {
+  if (armed) return armed;
+  const given = current?.[PREFIX_KEY];
+  if (given && MESSAGE_PREFIX_PATTERN.test(given)) return given;
+  return `base_outbox_${randomBytes(16).toString('hex')}`;
+}
+
+/** The database's clock, read before a PUT or restart whose effect armMessages waits for. */
+export async function databaseNow(c: Pick<pg.Client, 'query'>): Promise<string> {
+  return (await c.query('select clock_timestamp()::text as now')).rows[0].now as string;
+}
+
+/** Sets base.capture.message_prefix once the proof above holds; false when it did not within waitMs. */
+export async function armMessages(
+  connect: ConnectClient,
+  c: Pick<pg.Client, 'query'>,
+  o: { connector: string; slot: string; prefix: string; since: string; waitMs?: number },
+): Promise<boolean> {
+  const deadline = Date.now() + (o.waitMs ?? 60_000);
+  for (;;) {
+    const status = await connect.status(o.connector).catch(() => null);
+    const slot = (
+      await c.query(
+        `select s.active, a.backend_start > $2::timestamptz as fresh
+           from pg_replication_slots s left join pg_stat_activity a on a.pid = s.active_pid
+          where s.slot_name = $1`,
+        [o.slot, o.since],
+      )
+    ).rows[0] as { active: boolean; fresh: boolean | null } | undefined;
+    let proven = false;
+    if (status?.connector === 'STOPPED') {
+      // stopped (KIP-875): no task, and no task configs either; a resume generates them from the
+      // connector's config
+      proven = slot !== undefined && !slot.active && (await connect.config(o.connector).catch(() => null))?.[PREFIX_KEY] === o.prefix;
+    } else if (slot?.active === true && slot.fresh === true) {
+      const tasks = await connect.taskConfigs(o.connector).catch(() => []);
+      proven = tasks.length > 0 && tasks.every((t) => t[PREFIX_KEY] === o.prefix);
+    }
+    if (proven) {
+      // (callers hold the project's outbox lock; should another prefix be set all the same, the
+      // connector does not read it: say so rather than leave messages unread)
+      const set = await c.query('update base.capture set message_prefix = coalesce(message_prefix, $1) returning message_prefix = $1 as ours', [o.prefix]);
+      if (!set.rows[0]?.ours) throw new Error(`connector ${o.connector} was given a message prefix other than the one its database holds`);
+      return true;
+    }
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
