@@ -17,7 +17,7 @@ import { repoRoot } from '../config.js';
 import { ConnectClient } from '../kafka/index.js';
 import { connectorName, publicationName, renderConnectorConfig, slotName } from './connector.js';
 import { POLL_KEY } from './capture-speed.js';
-import { armMessages, chooseMessagePrefix, databaseNow } from './messages.js';
+import { armMessages, chooseMessagePrefix, databaseNow, disarmUnlessRead } from './messages.js';
 
 const baseSchemaSql = readFileSync(path.join(repoRoot, 'src', 'outbox', 'sql', 'base-schema.sql'), 'utf8');
 // Recorded as the comment of schema `base`, so a start can tell an installed schema from an older one.
@@ -123,6 +123,7 @@ export async function enableOutbox(env: OutboxEnv, ref: string, databaseUrl: str
     }
     const s = await c.query('select 1 from pg_replication_slots where slot_name = $1', [slot]);
     if (s.rowCount === 0) await createSlot(c, slot, env.slotWaitMs ?? 0);
+    await disarmUnlessRead(c, await env.connect.config(connectorName(ref, env.topicPrefix)));
   });
   await installBaseSchema(databaseUrl, publication);
   const name = connectorName(ref, env.topicPrefix);
@@ -201,7 +202,10 @@ export interface RefreshResult {
  */
 export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: string): Promise<RefreshResult> {
   const pubName = publicationName(ref, env.topicPrefix);
+  const name = connectorName(ref, env.topicPrefix);
+  const current = await env.connect.config(name);
   const found = await withClient(databaseUrl, async (c) => {
+    await disarmUnlessRead(c, current);
     const r = await c.query(
       `select (select obj_description(oid, 'pg_namespace') from pg_namespace where nspname = 'base') as version,
               exists (select 1 from pg_publication where pubname = $1) as publication,
@@ -219,9 +223,7 @@ export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: st
   if (schema === 'reinstalled') await installBaseSchema(databaseUrl, found.publication ? pubName : undefined);
   else if (publication === 'restored') await withClient(databaseUrl, (c) => addOutboxToPublication(c, pubName));
 
-  const name = connectorName(ref, env.topicPrefix);
   const slot = slotName(ref, env.topicPrefix);
-  const current = await env.connect.config(name);
   return withClient(databaseUrl, async (c): Promise<RefreshResult> => {
     // (a second query, after the install: an older schema may not have the column)
     const armed = await readMessagePrefix(c);

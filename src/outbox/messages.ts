@@ -28,6 +28,21 @@ export function chooseMessagePrefix(armed: string | null, current: Record<string
   return `base_outbox_${randomBytes(16).toString('hex')}`;
 }
 
+/**
+ * Before anything else of an enable or a refresh: a prefix the existing connector's config does not
+ * name (a rollback to a build without messages PUT its own config) is cleared, so the trigger writes rows until armMessages proves a reader again. Cleared
+ * before the schema's install, which would otherwise put the message-writing trigger in front of
+ * a task that does not read them.
+ */
+export async function disarmUnlessRead(c: Pick<pg.Client, 'query'>, current: Record<string, string> | null): Promise<void> {
+  // no connector (deleted, or never made): no task reads with another config, and the one
+  // registered next gets the armed prefix, so the messages its slot holds are read
+  if (!current) return;
+  const column = await c.query(`select 1 from pg_attribute where attrelid = to_regclass('base.capture') and attname = 'message_prefix' and not attisdropped`);
+  if (column.rowCount === 0) return;
+  await c.query('update base.capture set message_prefix = null where message_prefix is distinct from $1 and message_prefix is not null', [current?.[PREFIX_KEY] ?? null]);
+}
+
 /** The database's clock, read before a PUT or restart whose effect armMessages waits for. */
 export async function databaseNow(c: Pick<pg.Client, 'query'>): Promise<string> {
   return (await c.query('select clock_timestamp()::text as now')).rows[0].now as string;

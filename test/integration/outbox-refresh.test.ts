@@ -100,12 +100,18 @@ describe('refreshing an enabled outbox', () => {
     await c.connect();
     const marker = `while-gone-${Date.now()}`;
     await c.query(`select base.http_request('POST', 'https://example.com/hook', '{}'::jsonb, jsonb_build_object('marker', $1::text))`, [marker]);
+    // and a webhook's logical decoding message: the connector registered again reads its prefix
+    await c.query('create table public.while_gone (id serial primary key, note text)');
+    await installWebhookTrigger(c, { id: '3c2b1a09-8f7e-4d6c-8b5a-493827160504', schema: 'public', table: 'while_gone', events: ['INSERT'] });
+    expect((await c.query('select message_prefix from base.capture')).rows[0].message_prefix).toMatch(/^base_outbox_/);
+    const hooked = `hooked-while-gone-${Date.now()}`;
+    await c.query('insert into public.while_gone (note) values ($1)', [hooked]);
     await c.end();
 
     expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'recreated', publication: 'current', messages: 'current' });
     await env.connect.waitRunning(name());
     expect(await refreshOutbox(env, ref, dbUrl)).toEqual({ schema: 'current', connector: 'current', publication: 'current', messages: 'current' });
-    await markerOnTopic(marker, 'the message committed while the connector was gone');
+    await markerOnTopic([marker, hooked], 'the messages committed while the connector was gone');
   });
 
   it('puts base.outbox back into the publication when someone took it out, and what is enqueued after is captured', async () => {
@@ -201,6 +207,11 @@ describe('refreshing an enabled outbox', () => {
       expect(await armMessages(env.connect, c, { ...probe, prefix: armed, since: await databaseNow(c), waitMs: 30_000 })).toBe(true);
       await env.connect.setTarget(name(), 'resume');
       await env.connect.waitRunning(name());
+      // a prefix the connector's config does not name (left by a rollback, set by hand) is cleared
+      // before the install, and the connector's own armed again on proof
+      await c.query('update base.capture set message_prefix = $1', [`base_outbox_${'c'.repeat(32)}`]);
+      expect((await refreshOutbox(env, ref, dbUrl)).messages).toBe('armed');
+      expect((await c.query('select message_prefix from base.capture')).rows[0].message_prefix).toBe(armed);
     } finally {
       await c.end();
     }

@@ -1,6 +1,6 @@
 // Column filters for UPDATE webhooks (update_columns): the API's validation and record, the
 // triggers it installs, and, end to end, that an UPDATE leaving the listed columns unchanged
-// enqueues nothing (nothing reaches base.outbox) while one changing a listed column is delivered.
+// enqueues nothing (no message is written) while one changing a listed column is delivered.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { startWorkers, type Worker } from '../../src/delivery/index.js';
@@ -92,12 +92,17 @@ describe('webhook column filters (update_columns)', () => {
     const hook = created.body;
     if (created.status !== 201) throw new Error(JSON.stringify(created.body));
     expect(hook.update_columns).toEqual(['status', 'total']);
-    // every message the project enqueues, as Debezium would read it
-    await db.query(`create table public.captured (n serial, payload jsonb);
-      create function public.capture() returns trigger language plpgsql as $$
-        begin insert into public.captured (payload) values (new.payload); return null; end $$;
-      create trigger capture after insert on base.outbox for each row execute function public.capture()`);
-    const enqueued = async () => (await db.query(`select payload->'payload' as p from public.captured order by n`)).rows.map((r) => r.p);
+    // every message the project enqueues, as Debezium would read it: the trigger's logical
+    // decoding messages, through a test_decoding slot of the test's own (dropped at the end)
+    const slot = `uc_${hook.id.replace(/-/g, '')}`;
+    await db.query(`select pg_create_logical_replication_slot($1, 'test_decoding')`, [slot]);
+    const seen: any[] = [];
+    const enqueued = async () => {
+      const r = await db.query(`select data from pg_logical_slot_get_changes($1, null, null) where data like 'message: transactional: 1 prefix: base_outbox_%'`, [slot]);
+      for (const { data } of r.rows) seen.push(JSON.parse(JSON.parse(data.slice(data.indexOf(' content:') + ' content:'.length)).payload).payload);
+      return seen;
+    };
+    try {
 
     const { rows } = await db.query(`insert into public.orders (status, total, note) values ('new', 10, 'a') returning id`);
     const id = rows[0].id;
@@ -123,5 +128,8 @@ describe('webhook column filters (update_columns)', () => {
     const bodies = receiver.to('/orders').map((r) => JSON.parse(r.body));
     expect(got.length).toBe(3);
     expect(bodies.map((b) => `${b.type}:${b.record.status}:${b.record.total}:${b.record.note}`).sort()).toEqual(['INSERT:new:10:a', 'UPDATE:new:11:bump', 'UPDATE:paid:12:bump']); // bump fired again
+    } finally {
+      await db.query('select pg_drop_replication_slot($1)', [slot]);
+    }
   });
 });
