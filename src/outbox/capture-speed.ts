@@ -26,6 +26,7 @@
 // docs/benchmark.md "Seventh round"): the wake's median halved, but each wake cost 0.8 s of CPU
 // (a task restart and the fast seconds), and a hundred wakes a minute on two cores lost the tail.
 // The refresh at start (enable.ts) leaves poll.interval.ms as the supervisor set it.
+import { MESSAGE_PREFIX_KEY } from './messages.js';
 import type { AppContext } from '../context.js';
 
 export type CaptureSpeed = 'fast' | 'slow';
@@ -59,6 +60,11 @@ export async function applySpeed(ctx: Pick<AppContext, 'connect' | 'cfg'>, conne
   if (!config) return false;
   const poll = speed === 'slow' ? String(ctx.cfg.CAPTURE_SLOW_POLL) : templatePoll;
   if (config[POLL_KEY] === poll) return true;
+  // A config without the message prefix is an older build's, read before this start's refresh
+  // PUT the template: written back (after a 409 retry), it would undo the refresh under an armed
+  // prefix and every webhook message would go unread (messages.ts). The refresh fixes the config;
+  // the speed is applied at a later check.
+  if (!config[MESSAGE_PREFIX_KEY]) return false;
   const { name: _name, ...rest } = config;
   await ctx.connect.upsert(connector, { ...rest, [POLL_KEY]: poll });
   return true;

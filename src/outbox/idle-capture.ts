@@ -11,7 +11,8 @@
 // the slot with nothing to wake the connector for it:
 //
 //  1. Before stopping: the database's write counters W0 (pg_stat_database: tup_inserted +
-//     tup_updated + tup_deleted; any enqueue inserts a row) and the WAL position L0.
+//     tup_updated + tup_deleted; any enqueue inserts a row, or, from a webhook's trigger, runs on
+//     the customer's own write) and the WAL position L0.
 //  2. Stop, and wait until the slot has no reader.
 //  3. Peek the slot up to L0 (pg_logical_slot_peek_binary_changes with the connector's
 //     publication: only base.outbox inserts and logical decoding messages can appear), after the
@@ -148,12 +149,14 @@ const MESSAGE_PREFIX_START = 'base_outbox_';
 async function uncaptured(c: Pick<pg.Client, 'query'>, ctx: Ctx, connector: string, slot: string, publication: string, upto: string, stopped?: () => boolean): Promise<number> {
   const at = await ctx.connect.processedPosition(connector);
   if (stopped?.()) throw new Error('stopped before the peek: a wake wants the slot');
+  // pgoutput takes 'messages' from PostgreSQL 14 (before it, the project is never armed: messages.ts)
+  const v14 = Number((await c.query(`select current_setting('server_version_num') as v`)).rows[0].v) >= 140000;
   const pending = await c.query(
     `with ch as (
        select x.lsn, x.xid, x.n,
               get_byte(x.data, 0) = ascii('I')
               or (get_byte(x.data, 0) = ascii('M') and substring(x.data from 11 for ${MESSAGE_PREFIX_START.length}) = convert_to('${MESSAGE_PREFIX_START}', 'UTF8')) as outbox
-         from pg_logical_slot_peek_binary_changes($1, $2::pg_lsn, null, 'proto_version', '1', 'publication_names', $3, 'messages', 'true') with ordinality as x(lsn, xid, data, n)),
+         from pg_logical_slot_peek_binary_changes($1, $2::pg_lsn, null, 'proto_version', '1', 'publication_names', $3${v14 ? `, 'messages', 'true'` : ''}) with ordinality as x(lsn, xid, data, n)),
      last as (select max(n) as n from ch where $4::text is not null and xid = $4::xid)
      select count(*)::int as n from ch, last
       where ch.outbox

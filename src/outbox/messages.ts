@@ -14,7 +14,8 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { ConnectClient } from '../kafka/index.js';
 
-const PREFIX_KEY = 'message.prefix.include.list';
+export const MESSAGE_PREFIX_KEY = 'message.prefix.include.list';
+const PREFIX_KEY = MESSAGE_PREFIX_KEY;
 export const MESSAGE_PREFIX_PATTERN = /^base_outbox_[0-9a-f]{32}$/;
 
 /**
@@ -54,6 +55,8 @@ export async function armMessages(
   c: Pick<pg.Client, 'query'>,
   o: { connector: string; slot: string; prefix: string; since: string; waitMs?: number },
 ): Promise<boolean> {
+  // Debezium asks pgoutput for messages only from PostgreSQL 14: before it, rows for good
+  if (Number((await c.query(`select current_setting('server_version_num') as v`)).rows[0].v) < 140000) return false;
   const deadline = Date.now() + (o.waitMs ?? 60_000);
   for (;;) {
     const status = await connect.status(o.connector).catch(() => null);

@@ -45,7 +45,7 @@ export interface OwnBackend {
   start: string;
 }
 
-/** A database's write counters (pg_stat_database): any enqueue inserts a row, so it moves them. */
+/** A database's write counters (pg_stat_database): an enqueue inserts a row, or (a webhook's trigger) runs on the customer's own write, so it moves them. */
 export const WRITES = 'tup_inserted + tup_updated + tup_deleted';
 
 /** The database cluster a connection string points at: statistics and slots are per cluster, so one reader serves it. */

