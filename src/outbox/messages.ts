@@ -6,16 +6,15 @@
 // leaves what is not a change event alone), and the message would be lost.
 //
 // Proof, after the config with the prefix is PUT (or the tasks restarted) at `since` (the project
-// database's clock): Connect's task configs carry the prefix, and either the connector is STOPPED
-// with no reader on its slot (any task started later has the new config), or the slot's reader
-// (its walsender) connected after `since`. Until that holds, or if it never does within the wait,
+// database's clock): either the connector is STOPPED, its config carries the prefix and its slot has
+// no reader (a stopped connector has no task configs; any task started later has the new config),
+// or its task configs carry the prefix and the slot's reader (its walsender) connected after `since`. Until that holds, or if it never does within the wait,
 // the trigger goes on writing rows: slower, never wrong; the next start tries again.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { ConnectClient } from '../kafka/index.js';
 
 export const MESSAGE_PREFIX_KEY = 'message.prefix.include.list';
-const PREFIX_KEY = MESSAGE_PREFIX_KEY;
 export const MESSAGE_PREFIX_PATTERN = /^base_outbox_[0-9a-f]{32}$/;
 
 /**
@@ -24,16 +23,16 @@ export const MESSAGE_PREFIX_PATTERN = /^base_outbox_[0-9a-f]{32}$/;
  */
 export function chooseMessagePrefix(armed: string | null, current: Record<string, string> | null): string {
   if (armed) return armed;
-  const given = current?.[PREFIX_KEY];
+  const given = current?.[MESSAGE_PREFIX_KEY];
   if (given && MESSAGE_PREFIX_PATTERN.test(given)) return given;
   return `base_outbox_${randomBytes(16).toString('hex')}`;
 }
 
 /**
  * Before anything else of an enable or a refresh: a prefix the existing connector's config does not
- * name (a rollback to a build without messages PUT its own config) is cleared, so the trigger writes rows until armMessages proves a reader again. Cleared
- * before the schema's install, which would otherwise put the message-writing trigger in front of
- * a task that does not read them.
+ * name (a rollback to a build without messages PUT its own config) is cleared, so the trigger writes
+ * rows until armMessages proves a reader again. Cleared before the schema's install, which would
+ * otherwise put the message-writing trigger in front of a task that does not read them.
  */
 export async function disarmUnlessRead(c: Pick<pg.Client, 'query'>, current: Record<string, string> | null): Promise<void> {
   // no connector (deleted, or never made): no task reads with another config, and the one
@@ -41,7 +40,7 @@ export async function disarmUnlessRead(c: Pick<pg.Client, 'query'>, current: Rec
   if (!current) return;
   const column = await c.query(`select 1 from pg_attribute where attrelid = to_regclass('base.capture') and attname = 'message_prefix' and not attisdropped`);
   if (column.rowCount === 0) return;
-  await c.query('update base.capture set message_prefix = null where message_prefix is distinct from $1 and message_prefix is not null', [current?.[PREFIX_KEY] ?? null]);
+  await c.query('update base.capture set message_prefix = null where message_prefix is distinct from $1 and message_prefix is not null', [current[MESSAGE_PREFIX_KEY] ?? null]);
 }
 
 /** The database's clock, read before a PUT or restart whose effect armMessages waits for. */
@@ -72,10 +71,10 @@ export async function armMessages(
     if (status?.connector === 'STOPPED') {
       // stopped (KIP-875): no task, and no task configs either; a resume generates them from the
       // connector's config
-      proven = slot !== undefined && !slot.active && (await connect.config(o.connector).catch(() => null))?.[PREFIX_KEY] === o.prefix;
+      proven = slot !== undefined && !slot.active && (await connect.config(o.connector).catch(() => null))?.[MESSAGE_PREFIX_KEY] === o.prefix;
     } else if (slot?.active === true && slot.fresh === true) {
       const tasks = await connect.taskConfigs(o.connector).catch(() => []);
-      proven = tasks.length > 0 && tasks.every((t) => t[PREFIX_KEY] === o.prefix);
+      proven = tasks.length > 0 && tasks.every((t) => t[MESSAGE_PREFIX_KEY] === o.prefix);
     }
     if (proven) {
       // (callers hold the project's outbox lock; should another prefix be set all the same, the
