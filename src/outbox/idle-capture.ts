@@ -133,15 +133,12 @@ export async function stopIdleConnector(ctx: Ctx, ref: string, connector: string
 }
 
 /**
- * How every project's message prefix starts (base-schema.sql, base.capture.message_prefix; the rest
- * is the project's secret). pgoutput's 'M' record: type, flags (1 byte), LSN (8), then the prefix.
- */
-const MESSAGE_PREFIX_START = 'base_outbox_';
-
-/**
  * Messages in the slot up to `upto` that the connector has not processed ('I': an insert into
  * base.outbox, the only table of the publication; 'M': a transactional logical decoding message
- * with an outbox prefix, which the webhook trigger writes). The slot's confirmed position trails what the
+ * under the project's own prefix, base.capture.message_prefix, which the webhook trigger writes and
+ * the connector alone reads: any role may emit a message under another prefix, which the connector
+ * skips, and which must neither resume an idle project nor keep its slot where it is). pgoutput's
+ * 'M' record: type, flags (1 byte), LSN (8), then the prefix, NUL-terminated. The slot's confirmed position trails what the
  * connector processed (Debezium confirms to the slot lazily), so its own committed offset says
  * where it was: transactions come out of the slot in commit order, so what follows its last
  * transaction (and, within that one, its last change) is new. The slot must have no reader.
@@ -152,11 +149,13 @@ async function uncaptured(c: Pick<pg.Client, 'query'>, ctx: Ctx, connector: stri
   // pgoutput takes 'messages' from PostgreSQL 14 (before it, the project is never armed: messages.ts)
   const v14 = Number((await c.query(`select current_setting('server_version_num') as v`)).rows[0].v) >= 140000;
   const pending = await c.query(
-    `with ch as (
+    `with p as (select convert_to(message_prefix, 'UTF8') || '\\x00'::bytea as m from base.capture),
+     ch as (
        select x.lsn, x.xid, x.n,
               get_byte(x.data, 0) = ascii('I')
-              or (get_byte(x.data, 0) = ascii('M') and substring(x.data from 11 for ${MESSAGE_PREFIX_START.length}) = convert_to('${MESSAGE_PREFIX_START}', 'UTF8')) as outbox
-         from pg_logical_slot_peek_binary_changes($1, $2::pg_lsn, null, 'proto_version', '1', 'publication_names', $3${v14 ? `, 'messages', 'true'` : ''}) with ordinality as x(lsn, xid, data, n)),
+              or (get_byte(x.data, 0) = ascii('M') and substring(x.data from 11 for length(p.m)) = p.m) as outbox
+         from pg_logical_slot_peek_binary_changes($1, $2::pg_lsn, null, 'proto_version', '1', 'publication_names', $3${v14 ? `, 'messages', 'true'` : ''}) with ordinality as x(lsn, xid, data, n)
+         left join p on true),
      last as (select max(n) as n from ch where $4::text is not null and xid = $4::xid)
      select count(*)::int as n from ch, last
       where ch.outbox

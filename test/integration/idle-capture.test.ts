@@ -84,6 +84,23 @@ describe('idle capture', () => {
     await eventually(async () => f.notes().includes('committed during the stop'), 60_000, 'the row found in the slot');
   });
 
+  it('a message under a prefix not the project’s does not count as uncaptured: the stop goes ahead', async () => {
+    // any role may emit a logical decoding message under any prefix; one that only looks like an
+    // outbox prefix is skipped by the connector (message.prefix.include.list names the project's),
+    // so it must not keep the project running (nor resume it) for nothing
+    const release = await f.holdSupervision();
+    await fetch(`${stack().connectUrl}/connectors/${f.connector}/stop`, { method: 'PUT' });
+    await eventually(async () => (await f.walsender()) === false, 30_000, 'the slot without reader');
+    const own = (await sql(f.project.databaseUrl, 'select message_prefix from base.capture')).rows[0].message_prefix as string;
+    expect(own).toMatch(/^base_outbox_[0-9a-f]{32}$/); // armed: the webhook trigger writes messages
+    const other = `base_outbox_${'0'.repeat(32)}`;
+    await sql(f.project.databaseUrl, `select pg_logical_emit_message(true, $1, '{"id":"not read"}')`, [other]);
+    await sql(f.project.databaseUrl, `select pg_logical_emit_message(true, $1, 'not read either')`, [own.slice(0, -1)]);
+    const r = await stopIdleConnector(f.svc.ctx, f.project.ref, f.connector);
+    await release();
+    expect(r).toMatchObject({ stopped: true });
+  });
+
   it('writes are the wake signal, whichever table: nothing is stuck after many stop/wake rounds', async () => {
     for (let i = 0; i < 3; i++) {
       await eventually(async () => (await f.supervised())?.state === 'idle', 60_000, `idle again (round ${i})`);
