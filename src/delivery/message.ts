@@ -205,9 +205,14 @@ export function encodeMessage(
   };
 }
 
-/** The callback_function of a message, if it has one (webhooks never do). */
-export function callbackOf(msg: OutboxMessage): string | null {
-  return msg.payload.kind === 'webhook' ? null : (msg.payload.callback_function ?? null);
+/**
+ * The callback_function of a message, if it has one (webhooks never do). Decided by the record's
+ * kind, never the payload's: the connector gives every logical decoding message the kind webhook
+ * whatever its content claims (docs/security.md, "Cannot forge a message"), and a forged one must
+ * not name a function for the service to call in the project's database.
+ */
+export function callbackOf(msg: Pick<OutboxMessage, 'kind' | 'payload'>): string | null {
+  return msg.kind === 'webhook' ? null : (msg.payload.callback_function ?? null);
 }
 
 /**
