@@ -17,7 +17,7 @@ import { repoRoot } from '../config.js';
 import { ConnectClient } from '../kafka/index.js';
 import { connectorName, publicationName, renderConnectorConfig, slotName } from './connector.js';
 import { POLL_KEY } from './capture-speed.js';
-import { armMessages, chooseMessagePrefix, databaseNow, disarmUnlessRead } from './messages.js';
+import { armMessages, chooseMessagePrefix, databaseNow, disarmUnlessRead, olderSchema, readMessagePrefix } from './messages.js';
 
 const baseSchemaSql = readFileSync(path.join(repoRoot, 'src', 'outbox', 'sql', 'base-schema.sql'), 'utf8');
 // Recorded as the comment of schema `base`, so a start can tell an installed schema from an older one.
@@ -71,7 +71,11 @@ async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Pro
 
 /** Installs (or re-installs) schema `base`; with `publication`, adds base.outbox to it if missing, in the same transaction. */
 export async function installBaseSchema(databaseUrl: string, publication?: string): Promise<void> {
-  await withClient(databaseUrl, async (c) => {
+  await withClient(databaseUrl, (c) => installWith(c, publication));
+}
+
+async function installWith(c: pg.Client, publication?: string): Promise<void> {
+  {
     await c.query('begin');
     try {
       await c.query('select pg_advisory_xact_lock(hashtext($1))', ['base-schema-install']);
@@ -90,12 +94,7 @@ export async function installBaseSchema(databaseUrl: string, publication?: strin
       await c.query('rollback').catch(() => {});
       throw e;
     }
-  });
-}
-
-/** The prefix of the project's outbox messages once armed (messages.ts), else null: a secret, never logged. */
-async function readMessagePrefix(c: pg.Client): Promise<string | null> {
-  return (await c.query('select message_prefix from base.capture')).rows[0].message_prefix as string | null;
+  }
 }
 
 /** Adds base.outbox to the publication unless it is in it already. */
@@ -107,7 +106,10 @@ async function addOutboxToPublication(c: pg.Client, publication: string): Promis
 export async function enableOutbox(env: OutboxEnv, ref: string, databaseUrl: string): Promise<string> {
   const slot = slotName(ref, env.topicPrefix);
   const publication = publicationName(ref, env.topicPrefix);
-  await withClient(databaseUrl, async (c) => {
+  const name = connectorName(ref, env.topicPrefix);
+  const current = await env.connect.config(name);
+  // (the armed prefix, a secret: never logged)
+  const armed = await withClient(databaseUrl, async (c) => {
     // The publication must exist before the slot: pgoutput looks it up as of each change it
     // decodes, and fails ("publication does not exist") on WAL written before it. It starts empty
     // (its table does not exist yet); only inserts matter, as the Outbox Event Router ignores the
@@ -123,13 +125,12 @@ export async function enableOutbox(env: OutboxEnv, ref: string, databaseUrl: str
     }
     const s = await c.query('select 1 from pg_replication_slots where slot_name = $1', [slot]);
     if (s.rowCount === 0) await createSlot(c, slot, env.slotWaitMs ?? 0);
-    await disarmUnlessRead(c, await env.connect.config(connectorName(ref, env.topicPrefix)));
+    return disarmUnlessRead(c, await readMessagePrefix(c), current);
   });
+  // (the install keeps base.capture.message_prefix as it is: `armed` still holds after it)
   await installBaseSchema(databaseUrl, publication);
-  const name = connectorName(ref, env.topicPrefix);
   await withClient(databaseUrl, async (c) => {
-    const armed = await readMessagePrefix(c);
-    const messagePrefix = chooseMessagePrefix(armed, await env.connect.config(name));
+    const messagePrefix = chooseMessagePrefix(armed, current);
     const config = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic, messagePrefix }, env.topicPrefix);
     const since = await databaseNow(c);
     await env.connect.upsert(name, config);
@@ -203,30 +204,21 @@ export interface RefreshResult {
 export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: string): Promise<RefreshResult> {
   const pubName = publicationName(ref, env.topicPrefix);
   const name = connectorName(ref, env.topicPrefix);
-  const current = await env.connect.config(name);
-  const found = await withClient(databaseUrl, async (c) => {
-    await disarmUnlessRead(c, current);
-    const r = await c.query(
-      `select (select obj_description(oid, 'pg_namespace') from pg_namespace where nspname = 'base') as version,
-              exists (select 1 from pg_publication where pubname = $1) as publication,
-              exists (select 1 from pg_publication_tables where pubname = $1 and schemaname = 'base' and tablename = 'outbox') as member`,
-      [pubName],
-    );
-    return r.rows[0] as { version: string | null; publication: boolean; member: boolean };
-  });
-  const schema = found.version === baseSchemaVersion ? 'current' : 'reinstalled';
-  const publication = !found.publication ? 'missing' : found.member ? 'current' : 'restored';
-  // a re-install puts base.outbox back into the publication in its own transaction; with the schema
-  // current, only the publication is mended: `alter publication ... add table` does not conflict
-  // with enqueues, where the install's `alter table` would hold them up, or give up (lock_timeout)
-  // behind a customer's open transaction and leave the table out until the next start
-  if (schema === 'reinstalled') await installBaseSchema(databaseUrl, found.publication ? pubName : undefined);
-  else if (publication === 'restored') await withClient(databaseUrl, (c) => addOutboxToPublication(c, pubName));
-
   const slot = slotName(ref, env.topicPrefix);
+  const current = await env.connect.config(name);
   return withClient(databaseUrl, async (c): Promise<RefreshResult> => {
-    // (a second query, after the install: an older schema may not have the column)
-    const armed = await readMessagePrefix(c);
+    const found = await readInstalled(c, pubName);
+    // (the armed prefix, a secret: never logged; the install below keeps it as it is)
+    const armed = await disarmUnlessRead(c, found.prefix, current);
+    const schema = found.version === baseSchemaVersion ? 'current' : 'reinstalled';
+    const publication = !found.publication ? 'missing' : found.member ? 'current' : 'restored';
+    // a re-install puts base.outbox back into the publication in its own transaction; with the schema
+    // current, only the publication is mended: `alter publication ... add table` does not conflict
+    // with enqueues, where the install's `alter table` would hold them up, or give up (lock_timeout)
+    // behind a customer's open transaction and leave the table out until the next start
+    if (schema === 'reinstalled') await installWith(c, found.publication ? pubName : undefined);
+    else if (publication === 'restored') await addOutboxToPublication(c, pubName);
+
     const messagePrefix = chooseMessagePrefix(armed, current);
     const wanted = renderConnectorConfig({ ref, databaseUrl, dbHost: env.debeziumDbHost, dbPort: env.debeziumDbPort, topic: env.outboxTopic, messagePrefix }, env.topicPrefix);
     const since = armed ? '' : await databaseNow(c);
@@ -234,8 +226,8 @@ export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: st
     if (!current) {
       // Deleted from Connect (by hand, or Connect lost its config topic) while the project is enabled:
       // its slot has kept every change since, so registering it again loses nothing.
-      const found = await c.query('select 1 from pg_replication_slots where slot_name = $1', [slot]);
-      if (found.rowCount === 0) return { schema, connector: 'missing', publication, messages: armed ? 'current' : 'rows' };
+      const held = await c.query('select 1 from pg_replication_slots where slot_name = $1', [slot]);
+      if (held.rowCount === 0) return { schema, connector: 'missing', publication, messages: armed ? 'current' : 'rows' };
       await env.connect.upsert(name, wanted);
       connector = 'recreated';
     } else {
@@ -255,6 +247,26 @@ export async function refreshOutbox(env: OutboxEnv, ref: string, databaseUrl: st
     const ok = await armMessages(env.connect, c, { connector: name, slot, prefix: messagePrefix, since, waitMs: 30_000 });
     return { schema, connector, publication, messages: ok ? 'armed' : 'rows' };
   });
+}
+
+/**
+ * What a refresh compares, in one query for a project installed by a build with messages: the
+ * schema's version, the publication and its membership, and the armed prefix. A schema from before
+ * messages (no base.capture, or no message_prefix in it) fails that query at parse; asked again
+ * without the prefix, it has none.
+ */
+async function readInstalled(c: pg.Client, publication: string): Promise<{ version: string | null; publication: boolean; member: boolean; prefix: string | null }> {
+  const sql = (prefix: string) =>
+    `select (select obj_description(oid, 'pg_namespace') from pg_namespace where nspname = 'base') as version,
+            exists (select 1 from pg_publication where pubname = $1) as publication,
+            exists (select 1 from pg_publication_tables where pubname = $1 and schemaname = 'base' and tablename = 'outbox') as member,
+            ${prefix} as prefix`;
+  try {
+    return (await c.query(sql('(select message_prefix from base.capture)'), [publication])).rows[0];
+  } catch (e) {
+    if (!olderSchema(e)) throw e;
+    return (await c.query(sql('null::text'), [publication])).rows[0];
+  }
 }
 
 /** Removes the connector, then its slot and publication (a leftover slot pins WAL forever). */

@@ -29,18 +29,38 @@ export function chooseMessagePrefix(armed: string | null, current: Record<string
 }
 
 /**
- * Before anything else of an enable or a refresh: a prefix the existing connector's config does not
- * name (a rollback to a build without messages PUT its own config) is cleared, so the trigger writes
- * rows until armMessages proves a reader again. Cleared before the schema's install, which would
- * otherwise put the message-writing trigger in front of a task that does not read them.
+ * The project's armed prefix as it stands (null: not armed, or a schema from before messages, which
+ * has no such column or no base.capture at all). One query; a refresh reads it inside its first.
  */
-export async function disarmUnlessRead(c: Pick<pg.Client, 'query'>, current: Record<string, string> | null): Promise<void> {
+export async function readMessagePrefix(c: Pick<pg.Client, 'query'>): Promise<string | null> {
+  try {
+    return ((await c.query('select message_prefix from base.capture')).rows[0]?.message_prefix as string | null | undefined) ?? null;
+  } catch (e) {
+    if (olderSchema(e)) return null;
+    throw e;
+  }
+}
+
+/** undefined_table, undefined_column: a schema `base` installed by a build from before messages (or none) */
+export function olderSchema(e: unknown): boolean {
+  const code = (e as { code?: string }).code;
+  return code === '42P01' || code === '42703';
+}
+
+/**
+ * Before anything else of an enable or a refresh: a prefix (`armed`, as just read) that the existing
+ * connector's config does not name (a rollback to a build without messages PUT its own config) is
+ * cleared, so the trigger writes rows until armMessages proves a reader again. Cleared before the
+ * schema's install, which would otherwise put the message-writing trigger in front of a task that
+ * does not read them. Returns the prefix as it now stands. No query unless there is one to clear.
+ */
+export async function disarmUnlessRead(c: Pick<pg.Client, 'query'>, armed: string | null, current: Record<string, string> | null): Promise<string | null> {
   // no connector (deleted, or never made): no task reads with another config, and the one
   // registered next gets the armed prefix, so the messages its slot holds are read
-  if (!current) return;
-  const column = await c.query(`select 1 from pg_attribute where attrelid = to_regclass('base.capture') and attname = 'message_prefix' and not attisdropped`);
-  if (column.rowCount === 0) return;
-  await c.query('update base.capture set message_prefix = null where message_prefix is distinct from $1 and message_prefix is not null', [current[MESSAGE_PREFIX_KEY] ?? null]);
+  if (!current || armed === null || current[MESSAGE_PREFIX_KEY] === armed) return armed;
+  // (callers hold the project's outbox lock: what was read is what is cleared)
+  await c.query('update base.capture set message_prefix = null where message_prefix = $1', [armed]);
+  return null;
 }
 
 /** The database's clock, read before a PUT or restart whose effect armMessages waits for. */
