@@ -212,7 +212,7 @@ export function encodeMessage(
  * not name a function for the service to call in the project's database.
  */
 export function callbackOf(msg: Pick<OutboxMessage, 'kind' | 'payload'>): string | null {
-  return msg.kind === 'webhook' ? null : (msg.payload.callback_function ?? null);
+  return msg.kind === 'webhook' ? null : ((msg.payload as HttpPayload | EmailPayload).callback_function ?? null);
 }
 
 /**
