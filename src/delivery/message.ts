@@ -164,8 +164,9 @@ export function decodeMessage(record: Pick<KafkaMessage, 'headers' | 'value' | '
     runStartedAt: Number(header(record.headers, 'run-started-at')) || undefined,
     heldMs: Number(header(record.headers, 'held-ms')) || undefined,
     released: releasedOf(header(record.headers, 'released')),
-    ...orderingOf(payload),
     rawValue: record.value,
+    // last: a spread followed by more properties is slow on Node 20's V8 (attempt/pipeline.ts)
+    ...orderingOf(payload),
   };
 }
 
