@@ -9,7 +9,9 @@ import { connectorName, renderConnectorConfig } from '../../src/outbox/index.js'
 import { baseSchemaVersion, disableOutbox, enableOutbox, refreshOutbox, type OutboxEnv } from '../../src/outbox/enable.js';
 import { refreshEnabledOutboxes } from '../../src/outbox/service.js';
 import { installWebhookTrigger } from '../../src/outbox/webhook-triggers.js';
-import { armMessages, chooseMessagePrefix, databaseNow } from '../../src/outbox/messages.js';
+import { armMessages, chooseMessagePrefix, databaseNow, MESSAGE_PREFIX_KEY, MESSAGE_PREFIX_PATTERN } from '../../src/outbox/messages.js';
+import { applySpeed, POLL_KEY } from '../../src/outbox/capture-speed.js';
+import type { Config } from '../../src/config.js';
 import { createDatabase, createTopicReady, dropDatabase, eventually, stack, uniqueName } from '../helpers/env.js';
 import { startTestService } from '../helpers/service.js';
 
@@ -232,6 +234,29 @@ describe('refreshing an enabled outbox', () => {
     } finally {
       await c.end();
     }
+  });
+
+  it('a speed change never writes back a config without the message prefix: the refresh mends it first', async () => {
+    await env.connect.waitRunning(name());
+    const template = renderConnectorConfig({ ref, databaseUrl: dbUrl, topic, messagePrefix: chooseMessagePrefix(null, null) }, prefix)[POLL_KEY];
+    const ctx = { connect: env.connect, cfg: { CAPTURE_SLOW_POLL: 4321 } as Config };
+    // an older build's config (read by a check before this start's refresh PUT the template):
+    // written back with a slow poll, it would undo the refresh and leave every message unread
+    const older = { ...(await env.connect.config(name()))! };
+    delete older[MESSAGE_PREFIX_KEY];
+    await env.connect.upsert(name(), older);
+    expect(await applySpeed(ctx, name(), 'slow', template)).toBe(false);
+    const after = (await env.connect.config(name()))!;
+    expect(after[POLL_KEY]).toBe(older[POLL_KEY]);
+    expect(after[MESSAGE_PREFIX_KEY]).toBeUndefined();
+    // the refresh puts the template back (prefix included); the speed applies at the next check
+    expect(await refreshOutbox(env, ref, dbUrl)).toMatchObject({ connector: 'updated', messages: 'armed' });
+    expect(await applySpeed(ctx, name(), 'slow', template)).toBe(true);
+    const slow = (await env.connect.config(name()))!;
+    expect(slow[POLL_KEY]).toBe('4321');
+    expect(slow[MESSAGE_PREFIX_KEY]).toMatch(MESSAGE_PREFIX_PATTERN);
+    await env.connect.waitRunning(name());
+    expect(await refreshOutbox(env, ref, dbUrl)).toMatchObject({ connector: 'updated', messages: 'current' }); // back to the template's poll
   });
 
   it('reports a project whose connector and slot are both gone, and does not invent a new slot', async () => {
