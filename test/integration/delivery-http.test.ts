@@ -2,6 +2,7 @@
 // receiver → Avro events → projection → Management API. The service only allows 127.0.0.2/32, where
 // the receiver listens, so every other loopback address and name is a blocked target.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import http from 'node:http';
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import { pino } from 'pino';
@@ -193,6 +194,53 @@ describe('delivery of base.http_request', () => {
     const refused = await enqueue('GET', `http://127.0.0.2:${closedPort}/nobody-home`);
     expect(await final(timeout)).toMatchObject({ status: 'failed', last_error: 'timeout after 300 ms' });
     expect((await final(refused)).last_error).toMatch(/ECONNREFUSED/);
+  });
+
+  it('bounds the whole exchange: a body that trickles in, each chunk well within the timeout, fails as a timeout', async () => {
+    // headers at once, then a byte every 50 ms for 3 s: neither undici's headers timeout nor its
+    // body timeout (both per wait) ever fires; only the attempt's own bound over the exchange does
+    const port = await freePort();
+    const trickle = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      let n = 0;
+      const t = setInterval(() => (++n > 60 ? (clearInterval(t), res.end('.')) : res.write('.')), 50);
+      res.on('close', () => clearInterval(t));
+    });
+    await new Promise<void>((r) => trickle.listen(port, '127.0.0.2', r));
+    try {
+      const id = await enqueue('GET', `http://127.0.0.2:${port}/trickle`, { timeoutMs: 400 });
+      const d = await final(id);
+      expect(d).toMatchObject({ status: 'failed', last_error: 'timeout after 400 ms' });
+      expect(d.attempt_history[0].duration_ms).toBeLessThan(3000); // cut off, not read to the end
+    } finally {
+      trickle.closeAllConnections();
+      await new Promise((r) => trickle.close(r));
+    }
+  });
+
+  it('keeps a response body up to RESPONSE_BODY_LIMIT and stops reading there: an endless body does not hold the attempt', async () => {
+    // 200, then 'é' (two bytes) after one byte, so the limit (4096, even) falls inside a character,
+    // and then more for ever: the attempt is delivered, its body cut at the limit, the split
+    // character dropped
+    const port = await freePort();
+    const endless = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+      res.write('a');
+      const t = setInterval(() => res.write('é'.repeat(1024)), 10);
+      res.on('close', () => clearInterval(t));
+    });
+    await new Promise<void>((r) => endless.listen(port, '127.0.0.2', r));
+    try {
+      const id = await enqueue('GET', `http://127.0.0.2:${port}/endless`, { timeoutMs: 10_000 });
+      const d = await final(id);
+      expect(d).toMatchObject({ status: 'delivered', last_http_status: 200 });
+      expect(svc.cfg.RESPONSE_BODY_LIMIT).toBe(4096);
+      expect(d.last_response_body).toBe(`a${'é'.repeat(2047)}`); // 4095 bytes: the 4096th began a character
+      expect(d.attempt_history[0].duration_ms).toBeLessThan(10_000);
+    } finally {
+      endless.closeAllConnections();
+      await new Promise((r) => endless.close(r));
+    }
   });
 
   it('refuses private targets (dead, no request), including a name that resolves to loopback', async () => {
