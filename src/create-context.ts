@@ -3,8 +3,7 @@
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { createPool, isDatabaseUnavailable, migrate, ProjectDatabases } from './db/index.js';
-import { Partitioners } from 'kafkajs';
-import { createKafka, ensureTopics, groupNames, topicNames, ConnectClient } from './kafka/index.js';
+import { createKafka, ensureTopics, groupNames, topicNames, ConnectClient, JavaCompatiblePartitioner } from './kafka/index.js';
 import { SecretBox } from './lib/secret-box.js';
 import type { Logger } from './lib/logger.js';
 import { stackUp } from './stack/index.js';
@@ -44,7 +43,7 @@ export async function createContext(cfg: Config, log: Logger, infra: Infrastruct
       await admin.disconnect().catch(() => {});
     }
   });
-  // The Java client's partitioner (murmur2), named so kafkajs does not warn about its default at every start.
+  // The Java client's partitioner (murmur2; kafka/partitioner.ts), named so kafkajs does not warn about its default at every start.
   // Not idempotent: kafkajs's idempotent producer takes a partition's sequence number back when a
   // request fails, even one the broker wrote before the connection dropped, and the next batch to
   // that partition, another caller's, then reuses it: the broker takes it for a duplicate, answers
@@ -53,7 +52,7 @@ export async function createContext(cfg: Config, log: Logger, infra: Infrastruct
   // (retry and dead records, released and replayed messages) is checked against the ledger when it
   // is consumed, so a duplicate from a plain retry is harmless; one in flight at a time per broker
   // keeps a partition's records in order through those retries.
-  const producer = kafka.producer({ idempotent: false, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = kafka.producer({ idempotent: false, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: JavaCompatiblePartitioner });
   await producer.connect();
   return {
     cfg,

@@ -15,7 +15,8 @@
 // back in the dispatcher — the offset commit. A crash between any two steps replays, never loses:
 // a duplicate event is absorbed by the idempotent projection, a missing ledger row means the
 // attempt may be made again (at least once).
-import { Partitioners, type Producer } from 'kafkajs';
+import type { Producer } from 'kafkajs';
+import { JavaCompatiblePartitioner } from '../../kafka/index.js';
 import type { AppContext } from '../../context.js';
 import type { Logger } from '../../lib/logger.js';
 import type { OutboxMessage } from '../message.js';
@@ -53,7 +54,7 @@ export class OutcomeRecorder {
 
   constructor(private readonly ctx: Pick<AppContext, 'kafka' | 'db' | 'topics' | 'log'>) {
     this.#log = ctx.log.child({ component: 'recorder' });
-    this.#producer = ctx.kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+    this.#producer = ctx.kafka.producer({ allowAutoTopicCreation: false, createPartitioner: JavaCompatiblePartitioner });
   }
 
   /** Publishes events (and writes the ledger row, if given) and resolves once both are durable. */
