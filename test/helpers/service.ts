@@ -22,6 +22,12 @@ export interface TestProject {
   databaseUrl: string;
 }
 
+export interface ApiResponse {
+  status: number;
+  body: any;
+  headers: Headers;
+}
+
 export interface TestService {
   url: string;
   /** name of its control database */
@@ -33,7 +39,9 @@ export interface TestService {
   /** a new project (and owner, unless ownerEmail repeats) on this service */
   project(plan?: Plan, opts?: { ownerEmail?: string; siteUrl?: string; redirectUrls?: string[] }): Promise<TestProject>;
   /** fetch against this service with an owner token */
-  api(token: string | null, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }>;
+  api(token: string | null, method: string, path: string, body?: unknown): Promise<ApiResponse>;
+  /** p's owner calls the Management API at `/v1/projects/{p.ref}{path}`; a status ≥ 300 throws, with the body */
+  manage(p: TestProject, method: string, path: string, body?: unknown): Promise<ApiResponse>;
   stop(): Promise<void>;
 }
 
@@ -80,6 +88,18 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
   await app.listen({ host: '127.0.0.1', port });
   const workers = await startWorkers(ctx, cfg.ROLES);
   const url = cfg.publicUrl;
+  const api: TestService['api'] = async (token, method, path, body) => {
+    const headers: Record<string, string> = {};
+    if (token) headers.authorization = `Bearer ${token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {}
+    return { status: res.status, body: parsed, headers: res.headers };
+  };
 
   return {
     url,
@@ -94,17 +114,11 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
       const { token } = await issueOwnerToken(ctx, p.owner_id);
       return { ref, ownerToken: token, ownerId: p.owner_id, anonKey: p.anon_key, projectUrl: p.project_url, databaseUrl: p.database_url };
     },
-    async api(token, method, path, body) {
-      const headers: Record<string, string> = {};
-      if (token) headers.authorization = `Bearer ${token}`;
-      if (body !== undefined) headers['content-type'] = 'application/json';
-      const res = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = text ? JSON.parse(text) : null;
-      } catch {}
-      return { status: res.status, body: parsed, headers: res.headers };
+    api,
+    async manage(p, method, path, body) {
+      const r = await api(p.ownerToken, method, `/v1/projects/${p.ref}${path}`, body);
+      if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+      return r;
     },
     async stop() {
       await app.close();

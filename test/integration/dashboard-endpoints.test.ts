@@ -12,11 +12,7 @@ import { startDashboard, type Dashboard } from '../helpers/dashboard.js';
 import { eventually } from '../helpers/env.js';
 import { ScriptedReceiver } from '../helpers/scripted-receiver.js';
 
-async function call(d: Dashboard, method: string, path: string, body?: unknown) {
-  const r = await d.svc.api(d.owner.ownerToken, method, `/v1/projects/${d.owner.ref}${path}`, body);
-  if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body;
-}
+const call = async (d: Dashboard, method: string, path: string, body?: unknown) => (await d.svc.manage(d.owner, method, path, body)).body;
 
 async function projectDb(d: Dashboard, sql: string) {
   const db = new pg.Client({ connectionString: d.owner.databaseUrl });

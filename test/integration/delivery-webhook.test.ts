@@ -48,11 +48,7 @@ describe('delivery of database webhooks', () => {
     await receiver.stop();
   });
 
-  async function call(method: string, path: string, body?: unknown) {
-    const r = await svc.api(project.ownerToken, method, `/v1/projects/${project.ref}${path}`, body);
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
-    return r;
-  }
+  const call = (method: string, path: string, body?: unknown) => svc.manage(project, method, path, body);
 
   const final = (id: string) =>
     eventually(

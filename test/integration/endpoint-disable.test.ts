@@ -61,11 +61,7 @@ describe('endpoint protection: a webhook that keeps failing is disabled, its own
     return [...new Set(letters.map((m) => m.headers?.['dead-reason']?.toString()))];
   };
 
-  async function call(method: string, path: string, body?: unknown) {
-    const r = await svc.api(project.ownerToken, method, `/v1/projects/${project.ref}${path}`, body);
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
-    return r.body;
-  }
+  const call = async (method: string, path: string, body?: unknown) => (await svc.manage(project, method, path, body)).body;
   const audit = async (action: string) => ((await call('GET', '/audit?limit=100')) as any[]).filter((e) => e.action === action);
 
   it('disables, emails the owner, ends new changes dead unsent, and replays them once enabled again', async () => {

@@ -53,11 +53,7 @@ describe('endpoint protection: circuit breaker and rate limit', () => {
     await b.stop();
   });
 
-  async function call(method: string, path: string, body?: unknown) {
-    const r = await svc.api(project.ownerToken, method, `/v1/projects/${project.ref}${path}`, body);
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
-    return r.body;
-  }
+  const call = async (method: string, path: string, body?: unknown) => (await svc.manage(project, method, path, body)).body;
   const webhook = (id: string) => call('GET', `/webhooks/${id}`);
   const deliveriesOf = async (webhookId: string) => (await call('GET', `/outbox/deliveries?webhook_id=${webhookId}&limit=100`)).deliveries as any[];
   const auditOf = async (action: string) => ((await call('GET', '/audit?limit=100')) as any[]).filter((e) => e.action === action);

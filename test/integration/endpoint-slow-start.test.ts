@@ -94,11 +94,7 @@ describe('slow start: per-endpoint windows of attempts in flight', () => {
     await slow.stop();
   });
 
-  async function call(method: string, path: string, body?: unknown) {
-    const r = await svc.api(project.ownerToken, method, `/v1/projects/${project.ref}${path}`, body);
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
-    return r.body;
-  }
+  const call = async (method: string, path: string, body?: unknown) => (await svc.manage(project, method, path, body)).body;
   const insert = (table: string, n: number) => db.query(`insert into public.${table} (name) select 'row ' || g from generate_series(1, $1) g`, [n]);
   const heldOf = async (hookId: string) => Number((await svc.ctx.db.query('select count(*) from held_messages where endpoint = $1', [`webhook:${hookId}`])).rows[0].count);
 
@@ -188,11 +184,7 @@ describe('slow start: messages waiting for a slow endpoint do not take every dis
     await crawl.stop();
   });
 
-  async function call(method: string, path: string, body?: unknown) {
-    const r = await svc.api(project.ownerToken, method, `/v1/projects/${project.ref}${path}`, body);
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
-    return r.body;
-  }
+  const call = async (method: string, path: string, body?: unknown) => (await svc.manage(project, method, path, body)).body;
 
   it('another endpoint is served while 40 messages wait for a webhook with max_in_flight 1', async () => {
     await call('POST', '/webhooks', { name: 'crawl', table: 'public.crawl_items', events: ['INSERT'], url: `${crawl.url}/crawl`, timeout_ms: 5000, max_in_flight: 1 });

@@ -64,11 +64,7 @@ describe('endpoint protection: one project never reaches another project’s cir
     await other.stop();
   });
 
-  async function call(p: TestProject, method: string, path: string, body?: unknown) {
-    const r = await svc.api(p.ownerToken, method, `/v1/projects/${p.ref}${path}`, body);
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
-    return r.body;
-  }
+  const call = async (p: TestProject, method: string, path: string, body?: unknown) => (await svc.manage(p, method, path, body)).body;
   const endpointOf = async (p: TestProject, key: string) => ((await call(p, 'GET', '/outbox/endpoints')) as any[]).find((e) => e.endpoint === key);
   const audit = async (p: TestProject, action: string) => ((await call(p, 'GET', '/audit?limit=100')) as any[]).filter((e) => e.action === action);
   const delivery = (p: TestProject, id: string) => call(p, 'GET', `/outbox/deliveries/${id}`);

@@ -29,11 +29,7 @@ describe('master key rotation', () => {
     services.push(svc);
     return svc;
   }
-  const call = async (svc: TestService, method: string, path: string, body?: unknown) => {
-    const r = await svc.api(project.ownerToken, method, `/v1/projects/${project.ref}${path}`, body);
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
-    return r.body;
-  };
+  const call = async (svc: TestService, method: string, path: string, body?: unknown) => (await svc.manage(project, method, path, body)).body;
 
   beforeAll(async () => {
     await receiver.start('127.0.0.2');

@@ -61,11 +61,7 @@ describe('one message id in two projects: each project’s message is delivered,
     await recvB.stop();
   });
 
-  async function call(p: TestProject, method: string, path: string, body?: unknown) {
-    const r = await svc.api(p.ownerToken, method, `/v1/projects/${p.ref}${path}`, body);
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
-    return r;
-  }
+  const call = (p: TestProject, method: string, path: string, body?: unknown) => svc.manage(p, method, path, body);
   const delivery = async (p: TestProject, id: string) => {
     const r = await svc.api(p.ownerToken, 'GET', `/v1/projects/${p.ref}/outbox/deliveries/${id}`);
     return r.status === 200 ? r.body : null;

@@ -111,6 +111,9 @@ async function readLimited(body: Dispatcher.ResponseData['body'], limit: number)
     };
     body.on('data', onData);
     body.once('end', resolve);
+    // Left attached after the promise settles, on purpose: undici may still emit an error on a body
+    // destroyed above (or one whose socket dies after 'end'), and an 'error' with no listener would
+    // crash the process. A second settle of the promise is a no-op.
     body.once('error', reject);
   });
   // Cut at the limit, then drop a possibly split multi-byte character at the end.
