@@ -3,6 +3,10 @@
 // commit → receipt latency into "capture" (Postgres WAL → Debezium → Connect's producer → broker)
 // and "dispatch" (kafkajs fetch → attempt → HTTP → receiver). Its fetch settings are kafkajs's
 // defaults with a short max wait, like the dispatcher's; it costs the benchmark process some CPU.
+// It commits no offsets: a fresh group each run that starts at the end of the log needs none, and
+// kafkajs's autoCommit sent an OffsetCommit after every batch, ~390 a second at 500 messages a
+// second, which the broker's CPU (and the latency phase's busy machine) paid for: 6–7 points of
+// `latency_machine_busy` on a machine at 69 % of J's pace (2026-11-27, broker request counts by JMX).
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { now } from './load.js';
 
@@ -18,7 +22,7 @@ export class OutboxTap {
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: false });
     await consumer.run({
-      autoCommit: true,
+      autoCommit: false,
       partitionsConsumedConcurrently: 16,
       eachBatch: async ({ batch }) => {
         const t = now();
