@@ -170,9 +170,18 @@ export function decodeMessage(record: Pick<KafkaMessage, 'headers' | 'value' | '
   };
 }
 
+/**
+ * The largest magnitude an Avro `long` of the delivery events takes here: avsc encodes a JS number
+ * only within ±(2^53 − 2) and throws above it. A payload's number that reaches an event (`seq`, the
+ * creation time in microseconds) must be within it, or recording the outcome would fail on every
+ * try and hold its partition's offset for good (found with a forged message whose seq was 2^53 − 1).
+ */
+export const EVENT_LONG_LIMIT = 9_007_199_254_740_990;
+
 function orderingOf(p: Payload): Pick<OutboxMessage, 'orderingKey' | 'seq'> {
   if (typeof p.ordering_key !== 'string' || p.ordering_key === '') return {};
   if (!Number.isSafeInteger(p.seq)) throw new MalformedMessageError('ordered message without a seq');
+  if (Math.abs(p.seq as number) > EVENT_LONG_LIMIT) throw new MalformedMessageError('ordered message with a seq out of range');
   return { orderingKey: p.ordering_key, seq: p.seq };
 }
 
@@ -229,5 +238,7 @@ export function isoToMicros(iso: string): number | undefined {
   if (!m) return undefined;
   const seconds = Date.parse(`${m[1]}${m[3]}`);
   if (Number.isNaN(seconds)) return undefined;
-  return seconds * 1000 + Number((m[2] ?? '').padEnd(6, '0'));
+  const micros = seconds * 1000 + Number((m[2] ?? '').padEnd(6, '0'));
+  // before about 1685 or after 2255: not a time an event can carry (EVENT_LONG_LIMIT); read as unknown
+  return Math.abs(micros) > EVENT_LONG_LIMIT ? undefined : micros;
 }

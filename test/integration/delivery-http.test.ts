@@ -187,6 +187,17 @@ describe('delivery of base.http_request', () => {
     expect(tooMany?.data).toMatchObject({ outcome: 'failed', http_status: 429, retry_after_ms: 120_000 });
   });
 
+  it('records a Retry-After no event could carry as a year: the attempt still ends and its offset moves on', async () => {
+    // a receiver may answer anything; until 2026-11-27 this one made the attempt's event fail to
+    // encode (an Avro long) on every try: no outcome, and the partition's offsets held for good
+    receiver.answer('/ask-forever', { status: 503, headers: { 'retry-after': '99999999999999999999' }, body: 'later' });
+    const id = await enqueue('POST', `${receiver.url}/ask-forever`, { body: { n: 1 } });
+    expect(await final(id)).toMatchObject({ status: 'failed', last_http_status: 503 });
+    const events = (await readTopic(svc, svc.ctx.topics.events)).map((m) => decodeEvent(m.headers, m.value));
+    const attempt = events.find((e) => e?.type === 'DeliveryAttempted' && e.data.message_id === id);
+    expect(attempt?.data).toMatchObject({ outcome: 'failed', http_status: 503, retry_after_ms: 366 * 86_400_000 });
+  });
+
   it('fails a timeout and a refused connection', async () => {
     receiver.answer('/too-slow', { hang: true });
     const timeout = await enqueue('GET', `${receiver.url}/too-slow`, { timeoutMs: 300 });

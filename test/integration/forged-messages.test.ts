@@ -115,20 +115,21 @@ describe('forged logical decoding messages: what the dispatcher does with them, 
     }, 60_000, `a final outcome of ${id} in ${p.ref}`);
   const ledger = async (id: string) => (await svc.ctx.db.query('select project_ref, run, attempt, outcome, final from delivery_ledger where message_id = $1', [id])).rows;
   const history = (d: any) => d.attempt_history.map((h: any) => [h.run, h.attempt, h.outcome, h.http_status, h.error]);
-  /** waits until the callbacks group has committed every event on the topic when called */
-  const pastEventsEnd = async () => {
+  /** waits until `groupId` has committed every record `topic` holds when called */
+  const committedToEnd = async (groupId: string, topic: string) => {
     const admin = svc.ctx.kafka.admin();
     await admin.connect();
     try {
-      const ends = await admin.fetchTopicOffsets(svc.ctx.topics.events);
+      const ends = await admin.fetchTopicOffsets(topic);
       await eventually(async () => {
-        const [c] = await admin.fetchOffsets({ groupId: svc.ctx.groups.callbacks, topics: [svc.ctx.topics.events] });
+        const [c] = await admin.fetchOffsets({ groupId, topics: [topic] });
         return ends.every((e) => e.high === '0' || Number(c.partitions.find((q) => q.partition === e.partition)?.offset ?? -1) >= Number(e.high)) || null;
-      }, 30_000, 'the callbacks group past the end of the events topic');
+      }, 30_000, `${groupId} past the end of ${topic}`);
     } finally {
       await admin.disconnect();
     }
   };
+  const pastEventsEnd = () => committedToEnd(svc.ctx.groups.callbacks, svc.ctx.topics.events);
   const topicRecord = (id: string) => onTopic.find((m) => m.headers?.id?.toString() === id);
   const headerValues = (m: KafkaMessage, name: string) => [m.headers?.[name]].flat().map((v) => v?.toString());
 
@@ -222,6 +223,25 @@ describe('forged logical decoding messages: what the dispatcher does with them, 
     expect(seen.body).not.toContain(TOKEN_A);
     expect(await settled(a, id)).toMatchObject({ kind: 'webhook', status: 'delivered', webhook_id: hookA.id, target: `${recvA.url}/hook`, last_http_status: 200 });
     expect(recvA.to('/hook')).toHaveLength(before + 1);
+    expect(attacker.requests).toEqual([]);
+  });
+
+  it('a forged message with numbers no delivery event can carry (seq 2^53 − 1, created in the year 9999) does not hold the dispatcher’s offsets', async () => {
+    // Until 2026-11-27 the seq was read, the request sent, and the outcome's event then failed to
+    // encode (avsc: invalid "long") on every try: the record stayed unfinished, its partition's
+    // offset was never committed again, and every restart sent the forgery once more.
+    const [bigSeq, farFuture] = [randomUUID(), randomUUID()];
+    await forge(suA, prefixA, bigSeq, 'webhook', { ...rowChange(hookA.id, 'seq out of range'), ordering_key: 'row:forged', seq: Number.MAX_SAFE_INTEGER });
+    await forge(suA, prefixA, farFuture, 'webhook', { ...rowChange(hookA.id, 'from the far future'), created_at: '9999-12-31T23:59:59.999999Z' });
+    // read as a time it cannot be: counted from now, delivered like any forgery naming A's webhook
+    expect(await settled(a, farFuture)).toMatchObject({ kind: 'webhook', status: 'delivered', webhook_id: hookA.id });
+    await genuine(suA, recvA, 'genuine after out-of-range numbers');
+    // the dispatcher has finished every record of the topic, the malformed one skipped
+    await committedToEnd(svc.ctx.groups.dispatcher, svc.ctx.topics.outbox);
+    expect(topicRecord(bigSeq)).toBeDefined();
+    expect(await delivery(a, bigSeq)).toBeNull();
+    expect(await ledger(bigSeq)).toEqual([]);
+    expect(recvA.to('/hook').filter((r) => r.headers['webhook-id'] === bigSeq)).toEqual([]);
     expect(attacker.requests).toEqual([]);
   });
 

@@ -31,9 +31,17 @@ export function classifyStatus(status: number): AttemptOutcome['outcome'] {
 export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
   const v = (Array.isArray(value) ? value[0] : value)?.trim();
   if (!v) return undefined;
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  if (/^\d+$/.test(v)) return Math.min(Number(v) * 1000, MAX_RETRY_AFTER_MS);
   if (!/[a-z]/i.test(v)) return undefined; // "1.5", "-3": not a date and not delta-seconds
   const at = Date.parse(v);
   if (Number.isNaN(at)) return undefined;
-  return at > now ? at - now : undefined;
+  return at > now ? Math.min(at - now, MAX_RETRY_AFTER_MS) : undefined;
 }
+
+/**
+ * The longest Retry-After read: a year. The ladder waits at most MAX_RETRY_WAIT_MS whatever is
+ * asked; this bounds the figure the attempt's event records, which an Avro long must hold (a
+ * receiver answering `Retry-After: 99999999999999999999` made that event fail to encode on every
+ * try, and held its dispatcher partition's offsets for good, until 2026-11-27).
+ */
+export const MAX_RETRY_AFTER_MS = 366 * 86_400_000;

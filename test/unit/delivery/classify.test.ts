@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyStatus, parseRetryAfter } from '../../../src/delivery/channels/status-classes.js';
+import { classifyStatus, MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../../src/delivery/channels/status-classes.js';
 import { classifyError } from '../../../src/delivery/channels/http-send.js';
 import { BlockedTargetError } from '../../../src/outbound/agent.js';
 
@@ -23,6 +23,11 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter(' 0 ', now)).toBe(0);
     expect(parseRetryAfter('Thu, 01 Jan 2026 00:01:30 GMT', now)).toBe(90_000);
     expect(parseRetryAfter(['5', '9'], now)).toBe(5000);
+  });
+  it('reads at most a year, however far the answer asks', () => {
+    expect(parseRetryAfter(String(366 * 86_400), now)).toBe(MAX_RETRY_AFTER_MS);
+    expect(parseRetryAfter('99999999999999999999', now)).toBe(MAX_RETRY_AFTER_MS);
+    expect(parseRetryAfter('Fri, 31 Dec 9999 23:59:59 GMT', now)).toBe(MAX_RETRY_AFTER_MS);
   });
   it('ignores what is not a delay', () => {
     for (const v of [undefined, '', 'soon', '-5', '1.5', 'Wed, 31 Dec 2025 23:00:00 GMT']) expect(parseRetryAfter(v, now)).toBeUndefined();

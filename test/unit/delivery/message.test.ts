@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { attemptKey, decodeMessage, encodeMessage, isoToMicros, MalformedMessageError } from '../../../src/delivery/message.js';
+import { attemptKey, decodeMessage, encodeMessage, EVENT_LONG_LIMIT, isoToMicros, MalformedMessageError } from '../../../src/delivery/message.js';
 
 const id = '0b9f1a4e-6a1e-4c59-9a7f-3a8d2f0c1e55';
 const value = Buffer.from(JSON.stringify({ id, kind: 'http', created_at: '2026-01-01T00:00:00.123456Z', method: 'GET', url: 'https://x' }));
@@ -26,6 +26,20 @@ describe('message envelope', () => {
     expect(isoToMicros('2026-01-01T00:00:00.123456Z')).toBe(Date.parse('2026-01-01T00:00:00Z') * 1000 + 123456);
     expect(isoToMicros('2026-01-01T00:00:00Z')).toBe(Date.parse('2026-01-01T00:00:00Z') * 1000);
     expect(isoToMicros('yesterday')).toBeUndefined();
+  });
+  it('reads only numbers a delivery event can carry (avsc encodes a long within ±(2^53 − 2))', () => {
+    const ordered = (seq: unknown) =>
+      decodeMessage({ key: null, value: Buffer.from(JSON.stringify({ id, kind: 'webhook', created_at: '2026-01-01T00:00:00Z', ordering_key: 'row:k', seq })), headers: { id, kind: 'webhook', project: 'p' } });
+    expect(ordered(EVENT_LONG_LIMIT).seq).toBe(EVENT_LONG_LIMIT);
+    expect(ordered(-EVENT_LONG_LIMIT).seq).toBe(-EVENT_LONG_LIMIT);
+    expect(() => ordered(Number.MAX_SAFE_INTEGER)).toThrow(/seq out of range/);
+    expect(() => ordered(EVENT_LONG_LIMIT + 1)).toThrow(MalformedMessageError);
+    expect(() => ordered(2 ** 60)).toThrow(/without a seq/);
+    // a creation time outside about 1685–2255 is read as unknown (the attempt then counts from now)
+    expect(isoToMicros('2255-01-01T00:00:00Z')).toBe(Date.parse('2255-01-01T00:00:00Z') * 1000);
+    expect(isoToMicros('9999-12-31T23:59:59.999999Z')).toBeUndefined();
+    expect(isoToMicros('0001-01-01T00:00:00Z')).toBeUndefined();
+    expect(isoToMicros('+275760-09-13T00:00:00Z')).toBeUndefined();
   });
   it('keys an attempt by project, message id, run and attempt: one id in two projects is two attempts', () => {
     const record = (project: string) => decodeMessage({ key: Buffer.from(id), value, headers: { id: Buffer.from(id), kind: Buffer.from('http'), project: Buffer.from(project) } });
