@@ -24,6 +24,7 @@ import pg from 'pg';
 import type { Consumer, KafkaMessage } from 'kafkajs';
 import { Webhook } from 'standardwebhooks';
 import { startWorkers, type Worker } from '../../src/delivery/index.js';
+import { encodeEvent } from '../../src/delivery/events.js';
 import { projectDatabaseName } from '../../src/projects/projects.js';
 import { dbUrl, eventually } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
@@ -243,6 +244,47 @@ describe('forged logical decoding messages: what the dispatcher does with them, 
     expect(await ledger(bigSeq)).toEqual([]);
     expect(recvA.to('/hook').filter((r) => r.headers['webhook-id'] === bigSeq)).toEqual([]);
     expect(attacker.requests).toEqual([]);
+  });
+
+  it('a forged message claiming a webhook id that is no uuid (a number, a string) ends dead like a deleted webhook’s, with no id on its events or its delivery', async () => {
+    // Until 2026-11-27 the claim went into the events as it was: a number failed to encode on every
+    // try (the partition held for good), a string that is no uuid failed the projection's batch.
+    const [asNumber, asString] = [randomUUID(), randomUUID()];
+    await forge(suA, prefixA, asNumber, 'webhook', { ...rowChange(hookA.id, 'a number'), webhook_id: 12345 });
+    await forge(suA, prefixA, asString, 'webhook', { ...rowChange(hookA.id, 'a string'), webhook_id: 'not-a-uuid' });
+    for (const id of [asNumber, asString]) {
+      expect(await settled(a, id)).toMatchObject({ kind: 'webhook', status: 'dead', webhook_id: null, target: '(deleted webhook)', last_error: 'webhook deleted' });
+    }
+    await genuine(suA, recvA, 'genuine after claims of no uuid');
+    await committedToEnd(svc.ctx.groups.dispatcher, svc.ctx.topics.outbox);
+    expect(recvA.to('/hook').filter((r) => ([asNumber, asString] as string[]).includes(String(r.headers['webhook-id'])))).toEqual([]);
+    expect(attacker.requests).toEqual([]);
+  });
+
+  it('an event the projection cannot hold (a webhook id that is no uuid, put straight on the events topic) is skipped, and the projection goes on', async () => {
+    // the safety net behind the check above: one such event failed the projection's transaction on
+    // every try, for every project's deliveries
+    const poison = randomUUID();
+    const now = Date.now();
+    const producer = svc.ctx.kafka.producer();
+    await producer.connect();
+    try {
+      await producer.send({
+        topic: svc.ctx.topics.events,
+        messages: [encodeEvent({ type: 'DeliveryAttempted', data: {
+          message_id: poison, project: a.ref, kind: 'webhook', run: 1, attempt: 1, webhook_id: 'not-a-uuid', target: 'x', method: 'POST',
+          callback_function: null, message_created_at: now * 1000, outcome: 'delivered', status: 'delivered', final: true, http_status: 200,
+          smtp_code: null, error: null, response_body: null, retry_after_ms: null, next_attempt_at: null, started_at: now, finished_at: now,
+          duration_ms: 1, ordering_key: null, seq: null,
+        } })],
+      });
+    } finally {
+      await producer.disconnect();
+    }
+    const seen = await genuine(suA, recvA, 'genuine after an event the projection refuses');
+    expect(await settled(a, String(seen.headers['webhook-id']))).toMatchObject({ status: 'delivered' });
+    await committedToEnd(svc.ctx.groups.projector, svc.ctx.topics.events);
+    expect(await delivery(a, poison)).toBeNull();
   });
 
   it('a forged webhook message under A’s prefix naming B’s webhook ends dead in A; B’s receiver, deliveries and ledger see nothing', async () => {

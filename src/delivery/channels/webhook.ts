@@ -9,6 +9,7 @@ import { renderTemplate, type TemplateScope } from './template.js';
 import { RESERVED_HEADERS, signedHeaders } from './signature.js';
 import type { Channel, ChannelDeps } from './channel.js';
 import { renderAndSend } from './http.js';
+import { isUuid } from '../../lib/uuid.js';
 
 /** The largest body a webhook sends: the row-change payload's limit (docs/delivery.md, "Payloads"). */
 export const BODY_LIMIT_BYTES = 1_048_576;
@@ -55,7 +56,11 @@ const webhookOf = (msg: OutboxMessage, deps: ChannelDeps) => deps.directory.webh
 export const webhookChannel: Channel = {
   async describe(msg, deps) {
     const w = await webhookOf(msg, deps);
-    return { target: w?.url ?? '(deleted webhook)', method: 'POST', webhookId: (msg.payload as WebhookPayload).webhook_id };
+    // The id every event and the projection (a uuid column) carry. A message's own claim only when
+    // it is a uuid: a forged one may claim anything, and a number made its event fail to encode on
+    // every try (holding its partition), a non-uuid string failed the projection's batch (2026-11-27).
+    const claimed: unknown = (msg.payload as WebhookPayload).webhook_id;
+    return { target: w?.url ?? '(deleted webhook)', method: 'POST', webhookId: w ? w.id : typeof claimed === 'string' && isUuid(claimed) ? claimed : null };
   },
 
   async attempt(msg, deps) {

@@ -28,6 +28,9 @@ function decodeAll(ctx: Pick<AppContext, 'log'>, messages: { headers?: import('k
   return out;
 }
 
+/** SQLSTATE class 22, data exception: the same statement with the same values fails again. */
+const isDataException = (err: unknown) => /^22/.test(String((err as { code?: unknown })?.code ?? ''));
+
 export async function startProjector(ctx: AppContext, onFatal: OnFatal = logFatal(ctx)): Promise<Worker> {
   const log = ctx.log.child({ component: 'projector' });
   // Waits up to 200 ms for 64 KB (~200 events) rather than answering every fetch with the few
@@ -42,7 +45,25 @@ export async function startProjector(ctx: AppContext, onFatal: OnFatal = logFata
   // kafkajs commit its offsets, only once that transaction has committed.
   const apply = new DataLoader<DeliveryEvent[], null>(
     async (groups) => {
-      await applyEvents(ctx.db, groups.flat());
+      const events = groups.flat();
+      try {
+        await applyEvents(ctx.db, events);
+      } catch (err) {
+        if (!isDataException(err)) throw err; // the database away: kafkajs retries the batch
+        // One event the database refuses for its data (class 22: a value its column cannot hold)
+        // would otherwise fail every try of this transaction, and hold the projection of every
+        // project. The events are applied again one at a time (the projection is idempotent) and
+        // the refused ones skipped, said loudly: the ledger and the events topic keep the outcome,
+        // and `npm run admin -- rebuild-deliveries` replays it once a fix can read it.
+        for (const ev of events) {
+          try {
+            await applyEvents(ctx.db, [ev]);
+          } catch (one) {
+            if (!isDataException(one)) throw one;
+            log.error({ err: one, type: ev.type, message: ev.data.message_id, project: ev.data.project }, 'skipping a delivery event the projection refuses');
+          }
+        }
+      }
       return groups.map(() => null);
     },
     { cache: false },
