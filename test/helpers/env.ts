@@ -82,3 +82,13 @@ export async function createTopicReady(admin: Admin, topic: string, numPartition
     `the topic ${topic} to have its partition leaders`,
   );
 }
+
+/** A fetch response's status, body (JSON when it parses, else its text; null when empty) and headers. */
+export async function readResponse(res: Response): Promise<{ status: number; body: any; headers: Headers }> {
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {}
+  return { status: res.status, body, headers: res.headers };
+}

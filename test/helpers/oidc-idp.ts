@@ -6,6 +6,7 @@ import http from 'node:http';
 // @ts-expect-error oidc-provider 9 ships no type declarations (and @types/oidc-provider is not installed)
 import Provider from 'oidc-provider';
 import { freePort } from './service.js';
+import { readResponse } from './env.js';
 
 export interface IdpAccount {
   email?: string;
@@ -153,12 +154,7 @@ export async function authCall(p: AuthTarget, method: string, path: string, body
     headers: { apikey: p.anonKey, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  const text = await res.text();
-  let parsed: any = text;
-  try {
-    parsed = text ? JSON.parse(text) : null;
-  } catch {}
-  return { status: res.status, body: parsed, headers: res.headers };
+  return readResponse(res);
 }
 
 /** Starts a sign-in (skip_http_redirect) and returns the IdP URL with the PKCE verifier to keep. */

@@ -11,7 +11,7 @@ import { accessVerifiers, registerRoutes } from '../../src/routes.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { createProject, issueOwnerToken, projectDatabaseName, type Plan } from '../../src/projects/projects.js';
-import { createDatabase, dbUrl, dropDatabase, stack, uniqueName } from './env.js';
+import { createDatabase, dbUrl, dropDatabase, readResponse, stack, uniqueName } from './env.js';
 
 export interface TestProject {
   ref: string;
@@ -92,13 +92,7 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
     const headers: Record<string, string> = {};
     if (token) headers.authorization = `Bearer ${token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch {}
-    return { status: res.status, body: parsed, headers: res.headers };
+    return readResponse(await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
   };
 
   return {

@@ -23,7 +23,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Consumer, KafkaMessage } from 'kafkajs';
 import { Webhook } from 'standardwebhooks';
-import { startWorkers, type Worker } from '../../src/delivery/index.js';
+import { rebuildDeliveries, startWorkers, type Worker } from '../../src/delivery/index.js';
 import { encodeEvent } from '../../src/delivery/events.js';
 import { projectDatabaseName } from '../../src/projects/projects.js';
 import { dbUrl, eventually } from '../helpers/env.js';
@@ -284,6 +284,11 @@ describe('forged logical decoding messages: what the dispatcher does with them, 
     const seen = await genuine(suA, recvA, 'genuine after an event the projection refuses');
     expect(await settled(a, String(seen.headers['webhook-id']))).toMatchObject({ status: 'delivered' });
     await committedToEnd(svc.ctx.groups.projector, svc.ctx.topics.events);
+    expect(await delivery(a, poison)).toBeNull();
+    // the rebuild reads the same topic through the same net: it ends, with A's deliveries back
+    const listed = (await call(a, 'GET', '/outbox/deliveries?limit=100')).body.deliveries.length;
+    const rebuilt = await rebuildDeliveries(svc.ctx, { project: a.ref });
+    expect(rebuilt.deliveries).toBe(listed);
     expect(await delivery(a, poison)).toBeNull();
   });
 

@@ -31,6 +31,30 @@ function decodeAll(ctx: Pick<AppContext, 'log'>, messages: { headers?: import('k
 /** SQLSTATE class 22, data exception: the same statement with the same values fails again. */
 const isDataException = (err: unknown) => /^22/.test(String((err as { code?: unknown })?.code ?? ''));
 
+/**
+ * Applies events to the projection, the projector's batches and the rebuild's alike. One event the
+ * database refuses for its data (class 22: a value its column cannot hold) would otherwise fail
+ * every try of the transaction and hold the projection of every project (found with a forged
+ * webhook id that is no uuid, 2026-11-27). The events are then applied again one at a time (the
+ * projection is idempotent) and the refused ones skipped, said loudly: the ledger and the events
+ * topic keep the outcome, and a rebuild replays it once a fix can read it.
+ */
+async function applyOrSkip(ctx: Pick<AppContext, 'db'>, log: AppContext['log'], events: DeliveryEvent[]): Promise<void> {
+  try {
+    await applyEvents(ctx.db, events);
+  } catch (err) {
+    if (!isDataException(err)) throw err; // the database away: the caller's batch is tried again
+    for (const ev of events) {
+      try {
+        await applyEvents(ctx.db, [ev]);
+      } catch (one) {
+        if (!isDataException(one)) throw one;
+        log.error({ err: one, type: ev.type, message: ev.data.message_id, project: ev.data.project }, 'skipping a delivery event the projection refuses');
+      }
+    }
+  }
+}
+
 export async function startProjector(ctx: AppContext, onFatal: OnFatal = logFatal(ctx)): Promise<Worker> {
   const log = ctx.log.child({ component: 'projector' });
   // Waits up to 200 ms for 64 KB (~200 events) rather than answering every fetch with the few
@@ -45,25 +69,7 @@ export async function startProjector(ctx: AppContext, onFatal: OnFatal = logFata
   // kafkajs commit its offsets, only once that transaction has committed.
   const apply = new DataLoader<DeliveryEvent[], null>(
     async (groups) => {
-      const events = groups.flat();
-      try {
-        await applyEvents(ctx.db, events);
-      } catch (err) {
-        if (!isDataException(err)) throw err; // the database away: kafkajs retries the batch
-        // One event the database refuses for its data (class 22: a value its column cannot hold)
-        // would otherwise fail every try of this transaction, and hold the projection of every
-        // project. The events are applied again one at a time (the projection is idempotent) and
-        // the refused ones skipped, said loudly: the ledger and the events topic keep the outcome,
-        // and `npm run admin -- rebuild-deliveries` replays it once a fix can read it.
-        for (const ev of events) {
-          try {
-            await applyEvents(ctx.db, [ev]);
-          } catch (one) {
-            if (!isDataException(one)) throw one;
-            log.error({ err: one, type: ev.type, message: ev.data.message_id, project: ev.data.project }, 'skipping a delivery event the projection refuses');
-          }
-        }
-      }
+      await applyOrSkip(ctx, log, groups.flat());
       return groups.map(() => null);
     },
     { cache: false },
@@ -135,7 +141,7 @@ export async function rebuildDeliveries(ctx: AppContext, opts: { project?: strin
           const msgs = batch.messages.filter((m) => Number(m.offset) < high);
           let events = decodeAll(ctx, msgs);
           if (opts.project) events = events.filter((e) => e.data.project === opts.project);
-          await applyEvents(ctx.db, events);
+          await applyOrSkip(ctx, ctx.log, events);
           applied += events.length;
           seen += msgs.length;
           const last = msgs.at(-1);
