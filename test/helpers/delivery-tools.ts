@@ -48,6 +48,30 @@ export async function runAdmin(svc: TestService, args: string[]): Promise<any> {
   return JSON.parse(stdout.trim().split('\n').at(-1)!);
 }
 
+/**
+ * How many records of `topic` `groupId` has not committed, against `ends` (the topic's end offsets;
+ * read now when not given). An empty partition has no commit (-1) and an end of 0.
+ */
+export async function uncommittedCount(svc: TestService, groupId: string, topic: string, ends?: { partition: number; high: string }[]): Promise<number> {
+  const admin = svc.ctx.kafka.admin();
+  await admin.connect();
+  try {
+    ends ??= await admin.fetchTopicOffsets(topic);
+    const [c] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    return ends.reduce((n, e) => n + Math.max(0, Number(e.high) - Math.max(0, Number(c.partitions.find((p) => p.partition === e.partition)?.offset ?? -1))), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Waits until `groupId` has committed every record `topic` holds when called. */
+export async function committedToEnd(svc: TestService, groupId: string, topic: string, timeoutMs = 30_000): Promise<void> {
+  const admin = svc.ctx.kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+  await eventually(async () => (await uncommittedCount(svc, groupId, topic, ends)) === 0 || null, timeoutMs, `${groupId} past the end of ${topic}`);
+}
+
 /** Every record of `topic` up to its current end. */
 export async function readTopic(svc: TestService, topic: string): Promise<KafkaMessage[]> {
   const admin = svc.ctx.kafka.admin();

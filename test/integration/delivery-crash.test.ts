@@ -11,6 +11,7 @@ import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { eventually, stack } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 import { Receiver } from '../helpers/receiver.js';
+import { uncommittedCount } from '../helpers/delivery-tools.js';
 
 const N = 300;
 
@@ -90,15 +91,7 @@ describe('a dispatcher killed mid-stream', () => {
     );
     expect(recordedBeforeKill.has(hung)).toBe(false);
     // Non-vacuous: some recorded messages sit behind the commit point and will be handed out again.
-    const admin = svc.ctx.kafka.admin();
-    await admin.connect();
-    const committed = await admin.fetchOffsets({ groupId: svc.ctx.groups.dispatcher, topics: [svc.ctx.topics.outbox] });
-    const ends = await admin.fetchTopicOffsets(svc.ctx.topics.outbox);
-    await admin.disconnect();
-    const uncommitted = ends.reduce((n, e) => {
-      const c = Number(committed[0].partitions.find((p) => p.partition === e.partition)?.offset ?? -1);
-      return n + Number(e.high) - Math.max(0, c);
-    }, 0);
+    const uncommitted = await uncommittedCount(svc, svc.ctx.groups.dispatcher, svc.ctx.topics.outbox);
     expect(uncommitted).toBeGreaterThan(1);
 
     receiver.answer('/hang', { status: 200 });
