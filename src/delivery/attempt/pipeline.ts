@@ -18,7 +18,7 @@ import type { AppContext } from '../../context.js';
 import { channels } from '../channels/registry.js';
 import type { ChannelDeps, DeliveryTarget } from '../channels/channel.js';
 import type { DeliveryDirectory } from '../channels/send-config.js';
-import { encodeEvent, type DeliveryAttempted } from '../events.js';
+import { encodeEvent, refused, type DeliveryAttempted } from '../events.js';
 import type { LadderDecision, RetryLadder } from '../retry/ladder.js';
 import { callbackOf, isoToMicros, type OutboxMessage } from '../message.js';
 import type { AttemptOutcome } from '../../outbound/index.js';
@@ -97,7 +97,7 @@ export class AttemptPipeline {
       msg.attempt === 1
         ? setTimeout(() => {
             recorder
-              .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: startedAt } })])
+              .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: startedAt } }, refused(ctx))])
               .catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state failed'));
           }, PENDING_AFTER_MS)
         : undefined;
@@ -120,7 +120,7 @@ export class AttemptPipeline {
           // (best effort: the message is held, so failing here must not make it an attempt too)
           if (msg.attempt === 1) {
             await recorder
-              .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: startedAt } })])
+              .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: startedAt } }, refused(ctx))])
               .catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state of a held message failed'));
           }
           return 'held';
@@ -202,7 +202,7 @@ export class AttemptPipeline {
       finished_at: finishedAt,
       duration_ms: Math.max(0, Math.round(outcome.durationMs)),
     };
-    await recorder.record([encodeEvent({ type: 'DeliveryAttempted', data: event })], {
+    await recorder.record([encodeEvent({ type: 'DeliveryAttempted', data: event }, refused(ctx))], {
       project: msg.project,
       messageId: msg.id,
       run: msg.run,
@@ -243,7 +243,7 @@ export class AttemptPipeline {
     const { ctx, recorder } = this.deps;
     const { common } = await this.#identity(msg);
     await recorder
-      .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: at } })])
+      .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: at } }, refused(ctx))])
       .catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state of a queued message failed'));
   }
 }

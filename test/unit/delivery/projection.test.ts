@@ -31,6 +31,23 @@ describe('delivery events', () => {
     }
     expect(decodeEvent({ 'event-type': 'Unknown', 'schema-version': '1' }, Buffer.alloc(1))).toBeNull();
   });
+
+  it('records a value a field cannot carry as null, reported, when that field may be null; throws otherwise', () => {
+    const bad = attempted(1, 'failed');
+    // the first such bug (closed in parseRetryAfter): a Retry-After beyond what an Avro long carries here
+    Object.assign(bad.data, { retry_after_ms: 2 ** 60, webhook_id: 12345 });
+    const reports: Record<string, unknown>[] = [];
+    const rec = encodeEvent(bad, (o) => reports.push(o));
+    expect(reports).toEqual([{ event: 'DeliveryAttempted', message: common.message_id, project: 'p', fields: ['webhook_id', 'retry_after_ms'] }]);
+    expect({ ...decodeEvent(rec.headers, rec.value)!.data }).toEqual({ ordering_key: null, seq: null, ...bad.data, retry_after_ms: null, webhook_id: null });
+    // without a place to report it, nothing is changed silently
+    expect(() => encodeEvent(bad)).toThrow();
+    // a field that may not be null is never made up
+    const worse = attempted(1, 'failed');
+    Object.assign(worse.data, { attempt: 2 ** 60, retry_after_ms: 2 ** 60 });
+    expect(() => encodeEvent(worse, (o) => reports.push(o))).toThrow();
+    expect(reports).toHaveLength(1);
+  });
 });
 
 describe('fold', () => {
