@@ -208,7 +208,8 @@ const schema = z.object({
    * CAPTURE_SPEED_WINDOW (and that has run that long) reads its replication stream this often
    * instead of every 10 ms: a project that sends now and then costs a few ms of CPU a second instead
    * of ~35-90 of Connect alone, its messages wait up to this long to be captured (500 ms: the
-   * sparse bench's wake p99 ~1.0 s and 3.8 ms/s per project; 1 s: 1.5 s and 2.9 ms/s). At CAPTURE_FAST_AT
+   * sparse bench's wake p99 ~1.0 s and 3.8 ms/s per project; 1 s: 1.5 s and 2.9 ms/s; measured
+   * again 2026-11-28: 847 ms and 3.92 against 1,458 ms and 3.06, docs/benchmark.md). At CAPTURE_FAST_AT
    * messages in the window it reads every 10 ms again. 0 keeps every connector fast.
    */
   CAPTURE_SLOW_POLL: duration.prefault('500ms'),
