@@ -129,8 +129,8 @@ async function pgUp(cfg: Config, log: Log): Promise<void> {
   }
   // Written at every start, so a cluster made by an older version gets today's settings too (and
   // an ALTER SYSTEM made by hand on this development cluster is undone at its next start).
-  // A slot and a walsender per project whose connector runs; 256 leaves room for the benchmark's
-  // 100 idle projects beside the test suite's (docs/benchmark.md).
+  // A slot and a walsender per project whose connector runs (256), and Debezium's three connections
+  // besides (600): room for the benchmark's 100 projects beside the test suite's (docs/benchmark.md).
   const conf = [
     `port = ${port}`,
     `listen_addresses = '127.0.0.1'`,
@@ -138,7 +138,7 @@ async function pgUp(cfg: Config, log: Log): Promise<void> {
     'wal_level = logical',
     'max_replication_slots = 256',
     'max_wal_senders = 256',
-    'max_connections = 400',
+    'max_connections = 600',
     'shared_buffers = 256MB',
     // idle slots of deleted test databases must never pin WAL forever on a dev machine
     'max_slot_wal_keep_size = 2GB',
