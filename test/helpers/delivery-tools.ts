@@ -48,29 +48,34 @@ export async function runAdmin(svc: TestService, args: string[]): Promise<any> {
   return JSON.parse(stdout.trim().split('\n').at(-1)!);
 }
 
-/**
- * How many records of `topic` `groupId` has not committed, against `ends` (the topic's end offsets;
- * read now when not given). An empty partition has no commit (-1) and an end of 0.
- */
-export async function uncommittedCount(svc: TestService, groupId: string, topic: string, ends?: { partition: number; high: string }[]): Promise<number> {
+type Admin = ReturnType<TestService['ctx']['kafka']['admin']>;
+
+/** Records of `topic` past `groupId`'s commits, against `ends`. An empty partition has no commit (-1) and an end of 0. */
+async function uncommitted(admin: Admin, groupId: string, topic: string, ends: { partition: number; high: string }[]): Promise<number> {
+  const [c] = await admin.fetchOffsets({ groupId, topics: [topic] });
+  return ends.reduce((n, e) => n + Math.max(0, Number(e.high) - Math.max(0, Number(c.partitions.find((p) => p.partition === e.partition)?.offset ?? -1))), 0);
+}
+
+async function withAdmin<T>(svc: TestService, fn: (admin: Admin) => Promise<T>): Promise<T> {
   const admin = svc.ctx.kafka.admin();
   await admin.connect();
   try {
-    ends ??= await admin.fetchTopicOffsets(topic);
-    const [c] = await admin.fetchOffsets({ groupId, topics: [topic] });
-    return ends.reduce((n, e) => n + Math.max(0, Number(e.high) - Math.max(0, Number(c.partitions.find((p) => p.partition === e.partition)?.offset ?? -1))), 0);
+    return await fn(admin);
   } finally {
     await admin.disconnect();
   }
 }
 
-/** Waits until `groupId` has committed every record `topic` holds when called. */
-export async function committedToEnd(svc: TestService, groupId: string, topic: string, timeoutMs = 30_000): Promise<void> {
-  const admin = svc.ctx.kafka.admin();
-  await admin.connect();
-  const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
-  await eventually(async () => (await uncommittedCount(svc, groupId, topic, ends)) === 0 || null, timeoutMs, `${groupId} past the end of ${topic}`);
-}
+/** How many records `topic` holds now that `groupId` has not committed. */
+export const uncommittedCount = (svc: TestService, groupId: string, topic: string): Promise<number> =>
+  withAdmin(svc, async (admin) => uncommitted(admin, groupId, topic, await admin.fetchTopicOffsets(topic)));
+
+/** Waits until `groupId` has committed every record `topic` holds when called (one admin client throughout). */
+export const committedToEnd = (svc: TestService, groupId: string, topic: string, timeoutMs = 30_000): Promise<void> =>
+  withAdmin(svc, async (admin) => {
+    const ends = await admin.fetchTopicOffsets(topic);
+    await eventually(async () => (await uncommitted(admin, groupId, topic, ends)) === 0 || null, timeoutMs, `${groupId} past the end of ${topic}`);
+  });
 
 /** Every record of `topic` up to its current end. */
 export async function readTopic(svc: TestService, topic: string): Promise<KafkaMessage[]> {

@@ -18,7 +18,7 @@ import type { AppContext } from '../../context.js';
 import { channels } from '../channels/registry.js';
 import type { ChannelDeps, DeliveryTarget } from '../channels/channel.js';
 import type { DeliveryDirectory } from '../channels/send-config.js';
-import { encodeEvent, refused, type DeliveryAttempted } from '../events.js';
+import { encodeEvent, refused, type DeliveryAttempted, type RefusedFieldsLog } from '../events.js';
 import type { LadderDecision, RetryLadder } from '../retry/ladder.js';
 import { callbackOf, isoToMicros, type OutboxMessage } from '../message.js';
 import type { AttemptOutcome } from '../../outbound/index.js';
@@ -62,9 +62,12 @@ export interface OrderingHint {
 
 export class AttemptPipeline {
   readonly #channelDeps: ChannelDeps;
+  /** where encodeEvent reports a field it had to record null (made once, not per attempt) */
+  readonly #refused: RefusedFieldsLog;
 
   constructor(private readonly deps: PipelineDeps) {
     this.#channelDeps = { ctx: deps.ctx, directory: deps.directory, http: deps.http };
+    this.#refused = refused(deps.ctx);
   }
 
   /**
@@ -97,7 +100,7 @@ export class AttemptPipeline {
       msg.attempt === 1
         ? setTimeout(() => {
             recorder
-              .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: startedAt } }, refused(ctx))])
+              .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: startedAt } }, this.#refused)])
               .catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state failed'));
           }, PENDING_AFTER_MS)
         : undefined;
@@ -120,7 +123,7 @@ export class AttemptPipeline {
           // (best effort: the message is held, so failing here must not make it an attempt too)
           if (msg.attempt === 1) {
             await recorder
-              .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: startedAt } }, refused(ctx))])
+              .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: startedAt } }, this.#refused)])
               .catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state of a held message failed'));
           }
           return 'held';
@@ -202,7 +205,7 @@ export class AttemptPipeline {
       finished_at: finishedAt,
       duration_ms: Math.max(0, Math.round(outcome.durationMs)),
     };
-    await recorder.record([encodeEvent({ type: 'DeliveryAttempted', data: event }, refused(ctx))], {
+    await recorder.record([encodeEvent({ type: 'DeliveryAttempted', data: event }, this.#refused)], {
       project: msg.project,
       messageId: msg.id,
       run: msg.run,
@@ -243,7 +246,7 @@ export class AttemptPipeline {
     const { ctx, recorder } = this.deps;
     const { common } = await this.#identity(msg);
     await recorder
-      .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: at } }, refused(ctx))])
+      .record([encodeEvent({ type: 'DeliveryQueued', data: { ...common, queued_at: at } }, this.#refused)])
       .catch((err) => ctx.log.warn({ err, message: msg.id }, 'publishing the pending state of a queued message failed'));
   }
 }
