@@ -62,15 +62,25 @@ export async function alreadyRecorded(
   msgs: readonly Pick<OutboxMessage, 'project' | 'id' | 'run' | 'attempt'>[],
 ): Promise<Set<string>> {
   if (msgs.length === 0) return new Set();
-  const r = await db.query({
-    name: 'ledger-check',
-    text: `select m.project, m.id, m.run, m.attempt
+  const r = await db.query({ name: 'ledger-check', text: recordedSql(), values: recordedValues(msgs) });
+  return new Set(r.rows.map((x) => attemptKey(x)));
+}
+
+/**
+ * The ledger check's statement: the rows (project, id, run, attempt) of the attempts given as $1–$4
+ * that are already recorded, each followed by `extra` columns (for a statement that adds rows of
+ * another kind with `union all`: ordering/keys.ts reads the heads of a fetch's keys with it).
+ */
+export function recordedSql(extra = ''): string {
+  return `select m.project, m.id, m.run, m.attempt${extra}
        from unnest($1::text[], $2::uuid[], $3::int[], $4::int[]) as m(project, id, run, attempt)
       where exists (select 1 from delivery_ledger l
-                     where l.project_ref = m.project and l.message_id = m.id and l.run = m.run and (l.attempt = m.attempt or l.final))`,
-    values: [msgs.map((m) => m.project), msgs.map((m) => m.id), msgs.map((m) => m.run), msgs.map((m) => m.attempt)],
-  });
-  return new Set(r.rows.map((x) => attemptKey(x)));
+                     where l.project_ref = m.project and l.message_id = m.id and l.run = m.run and (l.attempt = m.attempt or l.final))`;
+}
+
+/** $1–$4 of recordedSql. */
+export function recordedValues(msgs: readonly Pick<OutboxMessage, 'project' | 'id' | 'run' | 'attempt'>[]): unknown[] {
+  return [msgs.map((m) => m.project), msgs.map((m) => m.id), msgs.map((m) => m.run), msgs.map((m) => m.attempt)];
 }
 
 /**

@@ -64,7 +64,7 @@ export async function startWorkers(ctx: AppContext, roles: string[], onFatal: On
       concurrency: ctx.cfg.DISPATCH_CONCURRENCY,
       commitIntervalMs: ctx.cfg.DISPATCH_COMMIT_INTERVAL,
       onFatal,
-      heads: (msgs) => ordering.heads(msgs),
+      check: (msgs, ordered) => ordering.check(msgs, ordered),
     });
     const housekeeping = startHousekeeping(ctx);
     // one process of those with this role restarts failed connectors (advisory lock; supervisor.ts)

@@ -27,7 +27,7 @@ import { attemptKey, decodeMessage, MalformedMessageError, type OutboxMessage } 
 import { Limiter, LimiterSlot, PartitionTracker, RecentKeys } from './offsets.js';
 import type { AttemptPipeline } from '../attempt/pipeline.js';
 import { alreadyRecorded } from '../ledger.js';
-import { isFresh, isOrdered, laneOf, type Head, type OrderedMessage } from '../ordering/keys.js';
+import { isFresh, isOrdered, laneOf, type FetchCheck, type Head, type OrderedMessage } from '../ordering/keys.js';
 import { PartitionLeases } from './leases.js';
 import type { Worker } from '../worker.js';
 
@@ -50,8 +50,11 @@ export interface DispatchConsumerOptions {
   untilDue?: (consumer: Consumer, topic: string, partition: number, msg: OutboxMessage) => boolean;
   /** the consumer crashed for good (worker.ts) */
   onFatal?: OnFatal;
-  /** the heads of ordering keys, read once per fetch like the ledger (ordering/keys.ts); absent: keys are not read ahead */
-  heads?: (msgs: readonly OrderedMessage[]) => Promise<Map<string, Head>>;
+  /**
+   * The ledger check of a fetch with the heads of its fresh ordered records' keys, in one statement
+   * (ordering/keys.ts, OrderingStore.check); absent: the ledger alone, keys are not read ahead.
+   */
+  check?: (msgs: readonly OutboxMessage[], ordered: readonly OrderedMessage[]) => Promise<FetchCheck>;
 }
 
 export async function startDispatchConsumer(opts: DispatchConsumerOptions): Promise<Worker> {
@@ -74,25 +77,21 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
   // another project with the same id must neither wait for this one nor pass for it.
   const recent = new RecentKeys();
   // kafkajs hands the partitions of one fetch to concurrent eachBatch calls; at moderate rates each
-  // holds a record or two. Their ledger checks are coalesced into one query per fetch instead of
-  // one per partition (DataLoader gathers the calls made in the same tick).
-  const ledger = new DataLoader<OutboxMessage, boolean>(
-    async (msgs) => {
-      const recorded = await alreadyRecorded(ctx.db, msgs);
-      return msgs.map((m) => recorded.has(attemptKey(m)));
+  // holds a record or two. Their ledger checks, and the heads of their fresh ordered records' keys,
+  // are coalesced into one statement per fetch instead of two per partition (DataLoader gathers the
+  // calls made in the same tick). `head`: read the key's head too (null: the key flows).
+  const checks = new DataLoader<{ msg: OutboxMessage; head: boolean }, { recorded: boolean; head: Head | null }>(
+    async (keys) => {
+      const msgs = keys.map((k) => k.msg);
+      const ordered = keys.flatMap((k) => (k.head ? [k.msg as OrderedMessage] : []));
+      const found: FetchCheck = opts.check ? await opts.check(msgs, ordered) : { recorded: await alreadyRecorded(ctx.db, msgs), heads: new Map() };
+      return keys.map((k) => ({
+        recorded: found.recorded.has(attemptKey(k.msg)),
+        head: k.head ? (found.heads.get(laneOf(k.msg as OrderedMessage)) ?? null) : null,
+      }));
     },
     { cache: false, maxBatchSize: 5000 },
   );
-  // the heads of ordering keys, read like the ledger: one query per fetch for the fresh ordered records
-  const heads = opts.heads
-    ? new DataLoader<OrderedMessage, Head | null>(
-        async (msgs) => {
-          const found = await opts.heads!(msgs);
-          return msgs.map((m) => found.get(laneOf(m)) ?? null);
-        },
-        { cache: false, maxBatchSize: 5000 },
-      )
-    : null;
   // per ordering key (project and key): the last attempt started here, which the next one waits for
   const lanes = new Map<string, Promise<boolean>>();
   const laneSlots = new Map<string, LimiterSlot>();
@@ -171,19 +170,17 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       }
     });
     const candidates = records.flatMap((r) => (r.msg && !recent.has(attemptKey(r.msg)) && !inflight.has(flightKey(r.msg)) ? [r.msg] : []));
-    const orderedFresh = heads ? candidates.filter((m): m is OrderedMessage => isOrdered(m) && isFresh(m)) : [];
     // what is read here is as of now: an ordered record whose partition lease is taken later reads again
     const readAt = Date.now();
-    const [checked, headsRead] = await Promise.all([ledger.loadMany(candidates), heads ? heads.loadMany(orderedFresh) : []]);
+    const checked = await checks.loadMany(candidates.map((msg) => ({ msg, head: opts.check !== undefined && isOrdered(msg) && isFresh(msg) })));
+    // the heads read, of the fresh ordered records only (hint.chained below: the others read their own)
     const headOf = new Map<OutboxMessage, Head | null>();
-    headsRead.forEach((h, i) => {
-      if (h instanceof Error) throw h; // control DB unavailable: kafkajs retries the batch
-      headOf.set(orderedFresh[i], h);
-    });
     const recorded = new Set<string>();
     checked.forEach((r, i) => {
       if (r instanceof Error) throw r; // control DB unavailable: kafkajs retries the batch
-      if (r) recorded.add(attemptKey(candidates[i]));
+      const msg = candidates[i];
+      if (r.recorded) recorded.add(attemptKey(msg));
+      if (opts.check && isOrdered(msg) && isFresh(msg)) headOf.set(msg, r.head);
     });
 
     for (const { offset, msg } of records) {

@@ -21,13 +21,20 @@
 import type { AppContext } from '../../context.js';
 import { withTransaction } from '../../db/index.js';
 import { orderingAdvances, orderingBlockedKeys, orderingParks, orderingQueuedMessages } from '../../lib/metrics.js';
-import { encodeMessage, type OutboxMessage } from '../message.js';
+import { attemptKey, encodeMessage, type OutboxMessage } from '../message.js';
+import { alreadyRecorded, recordedSql, recordedValues } from '../ledger.js';
 
 export type HeadReason = 'retry' | 'held' | 'next';
 
 /** What the store knows of a key's head before a batch is attempted (null: the key flows). */
 export interface Head {
   messageId: string;
+}
+
+/** A fetch's check (OrderingStore.check): the attempt keys already recorded, and the heads by lane. */
+export interface FetchCheck {
+  recorded: Set<string>;
+  heads: Map<string, Head>;
 }
 
 /** The ordering fields of a message that has them. */
@@ -63,18 +70,29 @@ export class OrderingStore {
     }
   }
 
-  /** The heads of these messages' keys, one query (the dispatcher's batch check). */
-  async heads(msgs: readonly OrderedMessage[]): Promise<Map<string, Head>> {
-    const out = new Map<string, Head>();
-    if (msgs.length === 0) return out;
-    const r = await this.ctx.db.query({
-      name: 'ordering-heads',
-      text: `select h.project_ref, h.ordering_key, h.message_id
+  /**
+   * The dispatcher's check of a fetch, in one statement: which of `msgs` have an outcome in the
+   * ledger already (ledger.ts, alreadyRecorded), and the heads of the keys of `ordered`. At 500
+   * messages a second most fetches hold a record or two, and the two reads were two round trips
+   * each (run 2026-11-28: 0.6 of each a message).
+   */
+  async check(msgs: readonly OutboxMessage[], ordered: readonly OrderedMessage[]): Promise<FetchCheck> {
+    if (ordered.length === 0) return { recorded: await alreadyRecorded(this.ctx.db, msgs), heads: new Map() };
+    const r = await this.ctx.db.query<{ project: string; id: string; run: number; attempt: number; ordering_key: string | null }>({
+      name: 'ledger-check-heads',
+      // a row with an ordering key is a head (its id is the head's message), one without it a recorded attempt
+      text: `${recordedSql(', null::text as ordering_key')}
+             union all
+             select h.project_ref, h.message_id, null, null, h.ordering_key
                from ordering_heads h
-               join unnest($1::text[], $2::text[]) as k(project_ref, ordering_key) using (project_ref, ordering_key)`,
-      values: [msgs.map((m) => m.project), msgs.map((m) => m.orderingKey)],
+               join unnest($5::text[], $6::text[]) as k(project_ref, ordering_key) using (project_ref, ordering_key)`,
+      values: [...recordedValues(msgs), ordered.map((m) => m.project), ordered.map((m) => m.orderingKey)],
     });
-    for (const row of r.rows) out.set(laneOf({ project: row.project_ref, orderingKey: row.ordering_key }), { messageId: row.message_id });
+    const out: FetchCheck = { recorded: new Set(), heads: new Map() };
+    for (const row of r.rows) {
+      if (row.ordering_key === null) out.recorded.add(attemptKey(row));
+      else out.heads.set(laneOf({ project: row.project, orderingKey: row.ordering_key }), { messageId: row.id });
+    }
     return out;
   }
 
