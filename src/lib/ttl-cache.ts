@@ -44,7 +44,10 @@ export class TtlCache<V> {
     return out;
   }
 
+  /** One key; a fresh hit answers without getMany's set, map and promises (a dispatcher asks several times a message). */
   async get(key: string, load: (missing: string[]) => Promise<Map<string, V>>): Promise<V | null> {
+    const hit = this.#entries.get(key);
+    if (hit && hit.expires > Date.now()) return hit.value;
     return (await this.getMany([key], load)).get(key) ?? null;
   }
 

@@ -51,7 +51,7 @@ export class DeliveryDirectory {
   async webhook(project: string, id: string, freshMs?: number): Promise<WebhookConfig | null> {
     if (!isUuid(id)) return null;
     if (freshMs !== undefined) this.#webhooks.delete(id, freshMs);
-    const w = (await this.webhooks([id])).get(id) ?? null;
+    const w = await this.#webhooks.get(id, (missing) => this.#loadWebhooks(missing));
     return w && w.project === project ? w : null;
   }
 
