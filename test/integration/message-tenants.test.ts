@@ -215,6 +215,41 @@ describe('one message id in two projects: each project’s message is delivered,
       [a.ref, b.ref].sort().map((ref) => ({ project_ref: ref, run: 1 })),
     );
   });
+
+  // The dispatcher reads a fetch's ledger check and the heads of its ordered keys in one statement
+  // (ordering/keys.ts, OrderingStore.check): both answers must stay with the project they belong to.
+  // The ledger's half fails this case when its project condition is dropped (checked); a head read
+  // for the wrong project is caught later by park, which reads the head within the project.
+  it('ordered messages: A’s blocked key does not hold B’s message of that key, and A’s recorded id does not pass for B’s', async () => {
+    // A's key k is blocked: the head row a failing message of A's on the retry ladder leaves behind
+    const headA = '00000000-0000-4000-8000-00000000a0a0';
+    await svc.ctx.db.query(`insert into ordering_heads (project_ref, ordering_key, message_id, run, seq, reason) values ($1, 'key:k', $2, 1, 0, 'retry')`, [a.ref, headA]);
+    try {
+      // B's message of the same key goes at once
+      await dbB.query(`select base.http_request('POST', $1, '{}'::jsonb, '{"from":"b"}'::jsonb, ordering_key => 'k')`, [`${recvB.url}/k`]);
+      await eventually(async () => recvB.to('/k').length === 1, 60_000, 'B’s message of key k at its receiver');
+      // A's waits behind A's head, as it must
+      const idA = (await dbA.query(`select base.http_request('POST', $1, '{}'::jsonb, '{"from":"a"}'::jsonb, ordering_key => 'k') as id`, [`${recvA.url}/k`])).rows[0].id as string;
+      await eventually(
+        async () => (await rows(`select 1 from ordering_queue where project_ref = '${a.ref}' and ordering_key = 'key:k' and message_id = $1`, idA)).length === 1,
+        60_000,
+        'A’s message of key k queued behind A’s head',
+      );
+      expect(recvA.to('/k')).toHaveLength(0);
+      expect(await rows(`select project_ref from ordering_heads where message_id = $1`, headA)).toEqual([{ project_ref: a.ref }]);
+
+      // an ordered message of A's delivered and recorded; B's ordered record with its id is sent too
+      const id = (await dbA.query(`select base.http_request('POST', $1, '{}'::jsonb, '{"from":"a"}'::jsonb, ordering_key => 'd') as id`, [`${recvA.url}/d`])).rows[0].id as string;
+      await settled(a, id, 'delivered');
+      await enqueueWithId(dbB, id, { method: 'POST', url: `${recvB.url}/d`, headers: {}, body: { from: 'b' }, callback_function: null, timeout_ms: 5000, ordering_key: 'key:d', seq: 1 });
+      await eventually(async () => recvB.to('/d').length === 1, 60_000, 'B’s ordered record with A’s id at its receiver');
+      expect(await settled(b, id, 'delivered')).toMatchObject({ target: `${recvB.url}/d`, ordering_key: 'key:d' });
+      expect(recvA.to('/d')).toHaveLength(1);
+    } finally {
+      await svc.ctx.db.query(`delete from ordering_queue where project_ref = $1 and ordering_key = 'key:k'`, [a.ref]);
+      await svc.ctx.db.query(`delete from ordering_heads where project_ref = $1 and ordering_key = 'key:k'`, [a.ref]);
+    }
+  });
 });
 
 const verify = (secret: string, r: Received) =>

@@ -39,14 +39,10 @@ export class DeliveryDirectory {
     this.#secrets = new TtlCache(ctx.cfg.DELIVERY_CONFIG_TTL);
   }
 
-  /** Webhook configurations by id; a deleted (or foreign) webhook maps to null. */
-  webhooks(ids: string[]): Promise<Map<string, WebhookConfig | null>> {
-    return this.#webhooks.getMany(ids.filter(isUuid), (missing) => this.#loadWebhooks(missing));
-  }
-
   /**
-   * `freshMs`: do not trust a cached copy older than this (0: read it now), e.g. before ending a
-   * message on what the cache says.
+   * A webhook's configuration; a deleted (or another project's) webhook is null. `freshMs`: do not
+   * trust a cached copy older than this (0: read it now), e.g. before ending a message on what the
+   * cache says.
    */
   async webhook(project: string, id: string, freshMs?: number): Promise<WebhookConfig | null> {
     if (!isUuid(id)) return null;

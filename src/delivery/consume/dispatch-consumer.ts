@@ -172,15 +172,16 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
     const candidates = records.flatMap((r) => (r.msg && !recent.has(attemptKey(r.msg)) && !inflight.has(flightKey(r.msg)) ? [r.msg] : []));
     // what is read here is as of now: an ordered record whose partition lease is taken later reads again
     const readAt = Date.now();
-    const checked = await checks.loadMany(candidates.map((msg) => ({ msg, head: opts.check !== undefined && isOrdered(msg) && isFresh(msg) })));
-    // the heads read, of the fresh ordered records only (hint.chained below: the others read their own)
+    // the heads are read for the fresh ordered records only (hint.chained below: the others read their own)
+    const asked = candidates.map((msg) => ({ msg, head: opts.check !== undefined && isOrdered(msg) && isFresh(msg) }));
+    const checked = await checks.loadMany(asked);
     const headOf = new Map<OutboxMessage, Head | null>();
     const recorded = new Set<string>();
     checked.forEach((r, i) => {
       if (r instanceof Error) throw r; // control DB unavailable: kafkajs retries the batch
-      const msg = candidates[i];
+      const { msg, head } = asked[i];
       if (r.recorded) recorded.add(attemptKey(msg));
-      if (opts.check && isOrdered(msg) && isFresh(msg)) headOf.set(msg, r.head);
+      if (head) headOf.set(msg, r.head);
     });
 
     for (const { offset, msg } of records) {

@@ -72,9 +72,10 @@ export class OrderingStore {
 
   /**
    * The dispatcher's check of a fetch, in one statement: which of `msgs` have an outcome in the
-   * ledger already (ledger.ts, alreadyRecorded), and the heads of the keys of `ordered`. At 500
-   * messages a second most fetches hold a record or two, and the two reads were two round trips
-   * each (run 2026-11-28: 0.6 of each a message).
+   * ledger already (ledger.ts, alreadyRecorded), and the heads of the keys of `ordered`: one round
+   * trip a fetch, which at moderate rates holds a record or two. Both answers are keyed by
+   * project. A head is partly a hint: a key read as blocked by another message still goes through
+   * `park`, which decides within the project; the ledger's answer is taken as it is.
    */
   async check(msgs: readonly OutboxMessage[], ordered: readonly OrderedMessage[]): Promise<FetchCheck> {
     if (ordered.length === 0) return { recorded: await alreadyRecorded(this.ctx.db, msgs), heads: new Map() };
