@@ -16,7 +16,7 @@
 // duplicates (a webhook-id answered 2xx more than once) are counted and printed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -118,9 +118,15 @@ describe('crash safety under a stream of 10,000 messages', () => {
    */
   let restartedAfterFatal = 0;
   let finished = false;
+  let dispatcherLogs = 0;
   function startDispatcher(name: string) {
     const d = { p: undefined as unknown as ChildProcess, log: '' };
-    d.p = spawnService(childEnv(svc, { ROLES: 'dispatcher', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '6s' }), (s) => (d.log = (d.log + s).slice(-20_000)));
+    // every process's whole log is kept in a file of the crash stack: a stall is explained from it
+    const file = path.join(stackCfg.STACK_DIR, `dispatcher-${name}-${dispatcherLogs++}.log`);
+    d.p = spawnService(childEnv(svc, { ROLES: 'dispatcher', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '6s' }), (s) => {
+      d.log = (d.log + s).slice(-20_000);
+      appendFileSync(file, s);
+    });
     d.p.on('exit', (code, signal) => {
       if (finished) return;
       const fatal = /"msg":"consumer crashed and will not restart[^}]*/.exec(d.log)?.[0] ?? d.log.slice(-1500);
@@ -230,8 +236,20 @@ describe('crash safety under a stream of 10,000 messages', () => {
       const ledger = await q(`select run, attempt, outcome, final, recorded_at from delivery_ledger where message_id = $1 order by run, attempt`);
       const history = await q(`select run, attempt, outcome, http_status, error, finished_at from delivery_attempts where delivery_id = $1 order by run, attempt`);
       const row = await q(`select status, run, attempts, updated_at, next_attempt_at from deliveries where id = $1`);
-      say(`explain ${id}: receiver ${JSON.stringify(seen.get(id))}\n  ledger ${JSON.stringify(ledger)}\n  history ${JSON.stringify(history)}\n  row ${JSON.stringify(row)}`);
+      say(`explain ${id}: receiver ${JSON.stringify(seen.get(id))}\n  ledger ${JSON.stringify(ledger)}\n  history ${JSON.stringify(history)}\n  row ${JSON.stringify(row)}\n  logs\n${logLinesAbout(id)}`);
     }
+  }
+
+  /** What the dispatchers logged about a message (its id), with every consumer crash and restart. */
+  function logLinesAbout(id: string): string {
+    if (!existsSync(stackCfg.STACK_DIR)) return '    (no logs)';
+    const lines: string[] = [];
+    for (const f of readdirSync(stackCfg.STACK_DIR).filter((n) => /^dispatcher-.*\.log$/.test(n)).sort()) {
+      for (const l of readFileSync(path.join(stackCfg.STACK_DIR, f), 'utf8').split('\n')) {
+        if (l.includes(id) || /Restarting the consumer|consumer crashed|cut off/.test(l)) lines.push(`    ${f}: ${l.slice(0, 400)}`);
+      }
+    }
+    return `    (kills: ${events.map((e) => `${e.what} at +${e.at.toFixed(1)}s`).join(', ')})\n${lines.slice(-40).join('\n')}`;
   }
 
   it('ends every committed message exactly once, with nothing lost, after every part is killed', async () => {

@@ -57,6 +57,23 @@ export interface DispatchConsumerOptions {
   check?: (msgs: readonly OutboxMessage[], ordered: readonly OrderedMessage[]) => Promise<FetchCheck>;
 }
 
+/** A fetched record, with what starting its attempt needs of the fetch it came in. */
+interface Take {
+  msg: OutboxMessage;
+  /** its offset */
+  n: number;
+  tracker: PartitionTracker;
+  topic: string;
+  partition: number;
+  heartbeat: () => Promise<void>;
+  /** false once the kafkajs consumer run that fetched it has ended */
+  isRunning: () => boolean;
+  /** when the ledger, and the head of its ordering key, were read for it */
+  readAt: number;
+  /** its key's head as read with the fetch; undefined: not read, the attempt reads it */
+  head?: Head | null;
+}
+
 export async function startDispatchConsumer(opts: DispatchConsumerOptions): Promise<Worker> {
   const { ctx, pipeline } = opts;
   const log = ctx.log.child({ component: opts.name });
@@ -158,6 +175,116 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
     }
   }
 
+  /**
+   * Starts the attempt of a fetched record, on a slot of its own or, behind an earlier message of
+   * its ordering key here, on that key's lane. false: this dispatcher stops, or the consumer run
+   * that fetched it ended, before there was room; the record stays unfinished and is fetched again.
+   */
+  async function launch(t: Take): Promise<boolean> {
+    const { msg, n, tracker, topic, partition, heartbeat, isRunning, readAt } = t;
+    const key = attemptKey(msg);
+    const flying = flightKey(msg);
+    const weight = msg.rawValue.length;
+    if (!(await bytes.acquire(heartbeat, () => stopping || !isRunning(), weight))) return false;
+    // an ordered message behind another of its key in this process waits for it, on its slot
+    const lane = msg.orderingKey !== undefined ? laneOf({ project: msg.project, orderingKey: msg.orderingKey }) : null;
+    const before = lane ? lanes.get(lane) : undefined;
+    if (!before && !(await limiter.acquire(heartbeat, () => stopping || !isRunning()))) {
+      bytes.release(weight);
+      return false;
+    }
+    const hint = { head: t.head ?? null, chained: before !== undefined || t.head === undefined };
+    // the slot is given back while the attempt waits for its endpoint's window (endpoints/window.ts);
+    // a lane's messages share the slot of its first. It is not taken again once this dispatcher
+    // stops or the consumer run that fetched the record ends (a kafkajs restart): the attempt is
+    // then cut off before its request, and a copy fetched after the rejoin makes it (follow).
+    const slot = (lane && before && laneSlots.get(lane)) || new LimiterSlot(limiter, () => heartbeat().catch(() => {}), () => stopping || !isRunning());
+    if (lane) laneSlots.set(lane, slot);
+    const self: { p?: Promise<boolean> } = {};
+    const p = (before ?? Promise.resolve(true))
+      .then(async (previous) => {
+        if (!lane) return pipeline.process(msg, hint, slot);
+        // The previous message of the key was cut off by the stop before its request: the next
+        // owner of the partition fetches it again and sends it. This one must not go ahead of
+        // it, so it is left for the next owner too. (In a running dispatcher a previous message
+        // that did not finish, its outcome not recorded, is not waited for: nothing would fetch
+        // this one again until a rejoin, and a later message of the key would overtake it.)
+        if (!previous && stopping) return 'lost' as const;
+        const lease = await leases.ensure(topic, partition);
+        // lost to another process meanwhile: it fetches this record from the committed offset
+        if (lease === 'lost') return 'lost' as const;
+        // Taken over since this record's fetch read the ledger and the key's head (by this call or
+        // by another record of the partition that waited with it): the previous holder may have
+        // recorded it, or blocked its key, meanwhile. Every record that waited reads again, not
+        // only the one whose call took the lease (the crash test's duplicates at a hand-off).
+        const stale = lease === 'acquired' || leases.heldSince(topic, partition) >= readAt;
+        if (stale && (await recheck.load(msg))) return 'recorded' as const;
+        leases.begin(topic, partition);
+        try {
+          return await pipeline.process(msg, stale ? { ...hint, chained: true } : hint, slot);
+        } finally {
+          leases.end(topic, partition);
+        }
+      })
+      .then((result) => {
+        if (result === 'lost') return false;
+        // a held record comes back with the same attempt key (endpoints/releaser.ts): not a duplicate
+        if (result === 'recorded') recent.add(key);
+        tracker.finish(n);
+        return true;
+      })
+      .catch((err) => {
+        // after stop() gave up draining, the recorder is closed: expected, and said once above
+        if (stopping) log.info({ message: msg.id }, 'attempt cut off by the stop; its record stays uncommitted and is attempted again by the next owner');
+        else log.error({ err, message: msg.id }, 'recording an outcome failed; the record stays uncommitted and is attempted again after a restart');
+        return false;
+      })
+      .finally(() => {
+        inflight.delete(flying);
+        bytes.release(weight);
+        // the lane's slot goes to the next message of the key, if one chained on this one
+        if (lane && lanes.get(lane) !== self.p) return;
+        if (lane) {
+          lanes.delete(lane);
+          laneSlots.delete(lane);
+        }
+        slot.done();
+      });
+    self.p = p;
+    if (lane) lanes.set(lane, p);
+    inflight.set(flying, p);
+    return true;
+  }
+
+  /**
+   * A copy of a record fetched again while its first copy is still in flight here (a rejoin
+   * restarts fetching from the committed offset) waits for that one instead of sending twice. That
+   * one may end unfinished: cut off before its request because its consumer run ended (it gave its
+   * slot back while it waited for its endpoint's window, and cannot take one again once kafkajs
+   * restarts the consumer), its partition's lease lost, its outcome not recorded. The copy is then
+   * the record's live copy, and nothing would fetch it again before the next rejoin, which may never
+   * come: so it reads the ledger again and makes the attempt itself. Unless this dispatcher stops or
+   * the copy's own run has ended too: the next rejoin fetches the record again.
+   */
+  function follow(running: Promise<boolean>, t: Take): void {
+    const current = () => !stopping && t.isRunning() && trackers.get(`${t.topic}:${t.partition}`) === t.tracker;
+    void running
+      .then(async (ok) => {
+        if (ok) return t.tracker.finish(t.n);
+        if (!current()) return;
+        const again = inflight.get(flightKey(t.msg));
+        if (again) return follow(again, t);
+        const readAt = Date.now();
+        if (await recheck.load(t.msg)) return t.tracker.finish(t.n);
+        const another = inflight.get(flightKey(t.msg));
+        if (another) return follow(another, t);
+        if (!current()) return;
+        log.info({ message: t.msg.id, project: t.msg.project, run: t.msg.run, attempt: t.msg.attempt }, 'the attempt this record waited for was cut off; attempting it again here');
+        await launch({ ...t, readAt, head: undefined });
+      })
+      .catch((err) => log.warn({ err, message: t.msg.id }, 'a record whose first copy was cut off stays unfinished until the next rejoin'));
+  }
+
   async function eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const tracker = trackerFor(batch.topic, batch.partition);
     const records = batch.messages.map((m) => {
@@ -199,87 +326,11 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       // a copy of a record still in flight here (fetched again after a rejoin) waits for it; a copy
       // put back by the releaser or by an ordering key's advance is not a copy: the record in flight
       // may end 'held' or 'parked', and this one is what came back for it (flightKey)
-      const flying = flightKey(msg);
-      const running = inflight.get(flying);
-      if (running) {
-        void running.then((ok) => ok && tracker.finish(n));
-        resolveOffset(offset);
-        continue;
-      }
+      const take: Take = { msg, n, tracker, topic: batch.topic, partition: batch.partition, heartbeat, isRunning, readAt, head: headOf.has(msg) ? headOf.get(msg) : undefined };
+      const running = inflight.get(flightKey(msg));
+      if (running) follow(running, take);
       // Began but not finished: if we stop here, this record holds the commit point and is fetched again.
-      const weight = msg.rawValue.length;
-      if (!(await bytes.acquire(heartbeat, () => stopping || !isRunning(), weight))) break;
-      // an ordered message behind another of its key in this process waits for it, on its slot
-      const lane = msg.orderingKey !== undefined ? laneOf({ project: msg.project, orderingKey: msg.orderingKey }) : null;
-      const before = lane ? lanes.get(lane) : undefined;
-      if (!before && !(await limiter.acquire(heartbeat, () => stopping || !isRunning()))) {
-        bytes.release(weight);
-        break;
-      }
-      const hint = { head: headOf.get(msg) ?? null, chained: before !== undefined || !headOf.has(msg) };
-      const { topic, partition } = batch;
-      // the slot is given back while the attempt waits for its endpoint's window (endpoints/window.ts);
-      // a lane's messages share the slot of its first
-      // Given up when this dispatcher stops or its consumer is no longer running (a kafkajs
-      // restart). Known gap: a copy fetched again after the rejoin that attached to such an attempt
-      // does not finish, and holds its partition's commit point until the next rejoin. Letting
-      // the attempt go on instead (cd00c92..047fca3) was followed by a crash-stage stall after a
-      // PostgreSQL kill that was not explained, so the behaviour that passed it is kept.
-      const slot = (lane && before && laneSlots.get(lane)) || new LimiterSlot(limiter, () => heartbeat().catch(() => {}), () => stopping || !isRunning());
-      if (lane) laneSlots.set(lane, slot);
-      const self: { p?: Promise<boolean> } = {};
-      const p = (before ?? Promise.resolve(true))
-        .then(async (previous) => {
-          if (!lane) return pipeline.process(msg, hint, slot);
-          // The previous message of the key was cut off by the stop before its request: the next
-          // owner of the partition fetches it again and sends it. This one must not go ahead of
-          // it, so it is left for the next owner too. (In a running dispatcher a previous message
-          // that did not finish, its outcome not recorded, is not waited for: nothing would fetch
-          // this one again until a rejoin, and a later message of the key would overtake it.)
-          if (!previous && stopping) return 'lost' as const;
-          const lease = await leases.ensure(topic, partition);
-          // lost to another process meanwhile: it fetches this record from the committed offset
-          if (lease === 'lost') return 'lost' as const;
-          // Taken over since this record's fetch read the ledger and the key's head (by this call or
-          // by another record of the partition that waited with it): the previous holder may have
-          // recorded it, or blocked its key, meanwhile. Every record that waited reads again, not
-          // only the one whose call took the lease (the crash test's duplicates at a hand-off).
-          const stale = lease === 'acquired' || leases.heldSince(topic, partition) >= readAt;
-          if (stale && (await recheck.load(msg))) return 'recorded' as const;
-          leases.begin(topic, partition);
-          try {
-            return await pipeline.process(msg, stale ? { ...hint, chained: true } : hint, slot);
-          } finally {
-            leases.end(topic, partition);
-          }
-        })
-        .then((result) => {
-          if (result === 'lost') return false;
-          // a held record comes back with the same attempt key (endpoints/releaser.ts): not a duplicate
-          if (result === 'recorded') recent.add(key);
-          tracker.finish(n);
-          return true;
-        })
-        .catch((err) => {
-          // after stop() gave up draining, the recorder is closed: expected, and said once above
-          if (stopping) log.info({ message: msg.id }, 'attempt cut off by the stop; its record stays uncommitted and is attempted again by the next owner');
-          else log.error({ err, message: msg.id }, 'recording an outcome failed; the record stays uncommitted and is attempted again after a restart');
-          return false;
-        })
-        .finally(() => {
-          inflight.delete(flying);
-          bytes.release(weight);
-          // the lane's slot goes to the next message of the key, if one chained on this one
-          if (lane && lanes.get(lane) !== self.p) return;
-          if (lane) {
-            lanes.delete(lane);
-            laneSlots.delete(lane);
-          }
-          slot.done();
-        });
-      self.p = p;
-      if (lane) lanes.set(lane, p);
-      inflight.set(flying, p);
+      else if (!(await launch(take))) break;
       resolveOffset(offset);
     }
     await heartbeat().catch(() => {});

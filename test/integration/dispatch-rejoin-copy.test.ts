@@ -1,0 +1,140 @@
+// A record fetched again after kafkajs restarted its consumer, while its first copy still waits for
+// its endpoint's window, attaches to that copy instead of sending twice. The first copy cannot take
+// a dispatcher slot again once its consumer run has ended, so it ends unfinished, before its
+// request. Before the fix the attached copy then never finished either: nothing was sent, and the
+// partition's commit point stayed behind it until the next rejoin, which may never come (the CI
+// crash stage's message 5114, stuck at attempt 3 for six minutes after the broker was killed).
+//
+// Real Kafka, a real consumer group and the control database's ledger. Two things are stood in for,
+// to make the sequence deterministic: the attempt pipeline (a record "waits for its window": it gives
+// its slot back and waits until the test lets it go, as endpoints/window.ts does) and the fetch's
+// ledger check, which fails on demand as it does while the control database is away, until kafkajs
+// gives up retrying the batch and restarts the consumer.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import type { AppContext } from '../../src/context.js';
+import { startDispatchConsumer } from '../../src/delivery/consume/dispatch-consumer.js';
+import type { AttemptPipeline, ProcessResult } from '../../src/delivery/attempt/pipeline.js';
+import type { DispatchSlot } from '../../src/delivery/endpoints/window.js';
+import { DispatcherStoppingError } from '../../src/delivery/endpoints/window.js';
+import { alreadyRecorded } from '../../src/delivery/ledger.js';
+import type { OutboxMessage } from '../../src/delivery/message.js';
+import type { Worker } from '../../src/delivery/worker.js';
+import { createTopicReady, eventually, stack, uniqueName } from '../helpers/env.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+describe('a record fetched again after a consumer restart, while its first copy waits for its window', () => {
+  let svc: TestService;
+  let kafka: Kafka;
+  let admin: Admin;
+  let producer: Producer;
+  let dispatcher: Worker | undefined;
+  const topic = uniqueName('rejoin_copy').replace(/_/g, '-');
+  const groupId = `${topic}-group`;
+  const restarts: string[] = [];
+
+  beforeAll(async () => {
+    svc = await startTestService({ roles: ['api'] });
+    // few retries, so that a failing batch restarts the consumer in a second rather than minutes
+    kafka = new Kafka({
+      brokers: stack().kafkaBrokers,
+      clientId: topic,
+      logLevel: logLevel.ERROR,
+      retry: { initialRetryTime: 100, retries: 1 },
+      logCreator: () => (entry) => {
+        if (entry.log.groupId === groupId && /^Restarting the consumer/.test(entry.log.message)) restarts.push(entry.log.message);
+      },
+    });
+    admin = kafka.admin();
+    await admin.connect();
+    await createTopicReady(admin, topic, 1);
+    producer = kafka.producer();
+    await producer.connect();
+  });
+
+  afterAll(async () => {
+    await dispatcher?.stop();
+    await producer?.disconnect();
+    await admin?.deleteTopics({ topics: [topic] }).catch(() => {});
+    await admin?.disconnect();
+    await svc?.stop();
+  });
+
+  const record = (id: string) => ({
+    key: id,
+    value: JSON.stringify({ id, kind: 'http', created_at: new Date().toISOString(), method: 'POST', url: 'https://example.com/hook', headers: {}, body: {}, callback_function: null, timeout_ms: null }),
+    headers: { id, kind: 'http', project: 'rejoincopy' },
+  });
+
+  async function committed(): Promise<number> {
+    const [t] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    return Number(t.partitions[0].offset);
+  }
+
+  it('makes the attempt once the copy it waited for is cut off, and commits past it', async () => {
+    const x = randomUUID();
+    const y = randomUUID();
+    let ledgerAway = false;
+    let releaseX!: () => void;
+    const xMayGo = new Promise<void>((r) => (releaseX = r));
+    let xWaiting!: () => void;
+    const xIsWaiting = new Promise<void>((r) => (xWaiting = r));
+    const calls: string[] = [];
+    const sent: string[] = [];
+
+    const pipeline = {
+      async process(msg: OutboxMessage, _hint: unknown, slot?: DispatchSlot): Promise<ProcessResult> {
+        calls.push(msg.id);
+        if (msg.id === x && calls.filter((c) => c === x).length === 1) {
+          // the first copy waits for its endpoint's window, its slot given back meanwhile
+          slot!.yield();
+          xWaiting();
+          await xMayGo;
+          if (!(await slot!.retake())) throw new DispatcherStoppingError();
+        }
+        sent.push(msg.id);
+        return 'recorded';
+      },
+    } as unknown as AttemptPipeline;
+
+    const ctx = { ...svc.ctx, kafka } as AppContext;
+    dispatcher = await startDispatchConsumer({
+      ctx,
+      name: 'rejoin-copy',
+      groupId,
+      topics: [topic],
+      pipeline,
+      concurrency: 4,
+      commitIntervalMs: 200,
+      check: async (msgs) => {
+        if (ledgerAway) throw new Error('the control database is away');
+        return { recorded: await alreadyRecorded(ctx.db, msgs), heads: new Map() };
+      },
+    });
+
+    await producer.send({ topic, messages: [record(x)] });
+    await xIsWaiting;
+    // x holds the commit point (its outcome is not recorded): the committed offset stays before it
+    expect(await committed()).toBeLessThanOrEqual(0);
+
+    // the next fetch's ledger check fails until kafkajs gives up on the batch and restarts the consumer
+    ledgerAway = true;
+    await producer.send({ topic, messages: [record(y)] });
+    await eventually(async () => restarts.length > 0, 60_000, 'kafkajs to restart the consumer');
+    ledgerAway = false;
+
+    // the restarted consumer fetches from the committed offset: x again (attached to the copy that
+    // waits), then y, which is sent
+    await eventually(async () => sent.includes(y), 60_000, 'y to be sent after the restart');
+    expect(sent).not.toContain(x);
+    expect(calls.filter((c) => c === x)).toHaveLength(1);
+
+    // the waiting copy belongs to the ended run: it cannot take a slot again and ends unsent
+    releaseX();
+    await eventually(async () => sent.includes(x), 30_000, 'x to be sent by the copy fetched after the restart');
+    await eventually(async () => (await committed()) === 2, 30_000, 'the commit point to pass x and y');
+    expect(sent.filter((s) => s === x)).toHaveLength(1);
+    expect(sent.filter((s) => s === y)).toHaveLength(1);
+  }, 180_000);
+});
