@@ -189,9 +189,15 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
     // an ordered message behind another of its key in this process waits for it, on its slot
     const lane = msg.orderingKey !== undefined ? laneOf({ project: msg.project, orderingKey: msg.orderingKey }) : null;
     const before = lane ? lanes.get(lane) : undefined;
-    if (!before && !(await limiter.acquire(heartbeat, () => stopping || !isRunning()))) {
-      bytes.release(weight);
-      return false;
+    if (!before) {
+      // a heartbeat that throws while it waits (a rebalance) must not keep the bytes taken above
+      let got = false;
+      try {
+        got = await limiter.acquire(heartbeat, () => stopping || !isRunning());
+      } finally {
+        if (!got) bytes.release(weight);
+      }
+      if (!got) return false;
     }
     const hint = { head: t.head ?? null, chained: before !== undefined || t.head === undefined };
     // the slot is given back while the attempt waits for its endpoint's window (endpoints/window.ts);
@@ -280,7 +286,8 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
         if (another) return follow(another, t);
         if (!current()) return;
         log.info({ message: t.msg.id, project: t.msg.project, run: t.msg.run, attempt: t.msg.attempt }, 'the attempt this record waited for was cut off; attempting it again here');
-        await launch({ ...t, readAt, head: undefined });
+        // outside a batch a failed heartbeat is kafkajs's to handle: the wait goes on
+        await launch({ ...t, heartbeat: () => t.heartbeat().catch(() => {}), readAt, head: undefined });
       })
       .catch((err) => log.warn({ err, message: t.msg.id }, 'a record whose first copy was cut off stays unfinished until the next rejoin'));
   }

@@ -192,9 +192,7 @@ export class EndpointWindows {
         w.pauseMs = w.pauseMs ? Math.min(w.pauseMs * 2, this.opts.pauseMaxMs) : this.opts.pauseMs;
         w.pausedUntil = Date.now() + w.pauseMs;
         w.cwnd = 1;
-        clearTimeout(w.timer);
-        w.timer = setTimeout(() => this.#pump(w), w.pauseMs + 1);
-        w.timer.unref?.();
+        this.#wakeAt(w, w.pauseMs + 1);
       }
       return;
     }
@@ -210,6 +208,16 @@ export class EndpointWindows {
   #pump(w: Win): void {
     const now = Date.now();
     while (w.queue.length > 0 && w.inflight < this.#limit(w, now)) w.queue.shift()!.grant(this.#grant(w));
+    // A Node timer counts from the event loop's clock, read when the loop's turn began: armed late
+    // in a busy turn, the pause's timer can fire a few ms before pausedUntil by Date.now(). With
+    // nothing in flight to call done(), the waiters would then wait for ever: wake again at the end.
+    if (w.queue.length > 0 && w.pausedUntil > now) this.#wakeAt(w, w.pausedUntil - now + 1);
+  }
+
+  #wakeAt(w: Win, ms: number): void {
+    clearTimeout(w.timer);
+    w.timer = setTimeout(() => this.#pump(w), ms);
+    w.timer.unref?.();
   }
 
   /** Forgets endpoints idle for a while (nothing in flight or waiting, no pause going on). */

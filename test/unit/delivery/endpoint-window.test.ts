@@ -1,6 +1,6 @@
 // Slow start (src/delivery/endpoints/window.ts): the window grows on answers, halves once per round
 // trip on faults, pauses after a run of faults, and waiting attempts give their dispatcher slot back.
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { EndpointWindows, WindowFullError, type Ticket } from '../../../src/delivery/endpoints/window.js';
 import { Limiter, LimiterSlot } from '../../../src/delivery/consume/offsets.js';
 import type { AttemptOutcome } from '../../../src/outbound/index.js';
@@ -111,5 +111,28 @@ describe('endpoint windows (slow start)', () => {
     first.done(ok);
     await expect(second).rejects.toThrow(/stopping/);
     expect(limiter.active).toBe(1); // only the first's slot; the waiter took none
+  });
+
+  describe('when the pause timer fires a little early by Date.now()', () => {
+    afterEach(() => vi.useRealTimers());
+
+    // Node's timers count from the loop's clock, read when its turn began; Date.now() is read
+    // later. A timer armed late in a busy turn fires before the pause ends by Date.now(). Here the
+    // clock is set back 5 ms after the pause began, which is the same thing seen from the window.
+    it('wakes again when the pause ends, so a waiter left alone by the early timer is still let in', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+      const w = new EndpointWindows({ ...opts, initial: 1, pauseAfter: 1, pauseMs: 1000 });
+      const first = await w.acquire(e, null);
+      let granted: Ticket | undefined;
+      void w.acquire(e, null).then((t) => (granted = t));
+      await Promise.resolve();
+      first.done(down); // the pause begins: the waiter waits for its end, nothing else is in flight
+      expect(w.limit(e)).toBe(0);
+      vi.setSystemTime(Date.now() - 5);
+      await vi.advanceTimersByTimeAsync(1001); // the pause's timer: 4 ms short of its end by Date.now()
+      expect(granted).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(10);
+      expect(granted).toBeDefined();
+    });
   });
 });
