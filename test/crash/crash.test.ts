@@ -246,7 +246,7 @@ describe('crash safety under a stream of 10,000 messages', () => {
     const lines: string[] = [];
     for (const f of readdirSync(stackCfg.STACK_DIR).filter((n) => /^dispatcher-.*\.log$/.test(n)).sort()) {
       for (const l of readFileSync(path.join(stackCfg.STACK_DIR, f), 'utf8').split('\n')) {
-        if (l.includes(id) || /Restarting the consumer|consumer crashed|cut off/.test(l)) lines.push(`    ${f}: ${l.slice(0, 400)}`);
+        if (l.includes(id) || /Restarting the consumer|consumer crashed|cut off|ended unfinished|without a recorded outcome/.test(l)) lines.push(`    ${f}: ${l.slice(0, 400)}`);
       }
     }
     return `    (kills: ${events.map((e) => `${e.what} at +${e.at.toFixed(1)}s`).join(', ')})\n${lines.slice(-40).join('\n')}`;

@@ -32,6 +32,8 @@ import { PartitionLeases } from './leases.js';
 import type { Worker } from '../worker.js';
 
 const INFLIGHT_BYTES = 16 * 1024 * 1024;
+/** the longest wait before a record whose attempt ended unfinished is attempted again */
+const RELAUNCH_MAX_MS = 60_000;
 
 export interface DispatchConsumerOptions {
   ctx: AppContext;
@@ -72,6 +74,8 @@ interface Take {
   readAt: number;
   /** its key's head as read with the fetch; undefined: not read, the attempt reads it */
   head?: Head | null;
+  /** how many times it was attempted again here after an attempt ended unfinished */
+  tries?: number;
 }
 
 export async function startDispatchConsumer(opts: DispatchConsumerOptions): Promise<Worker> {
@@ -242,7 +246,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       .catch((err) => {
         // after stop() gave up draining, the recorder is closed: expected, and said once above
         if (stopping) log.info({ message: msg.id }, 'attempt cut off by the stop; its record stays uncommitted and is attempted again by the next owner');
-        else log.error({ err, message: msg.id }, 'recording an outcome failed; the record stays uncommitted and is attempted again after a restart');
+        else log.error({ err, message: msg.id }, 'the attempt ended without a recorded outcome; the record stays uncommitted and is attempted again');
         return false;
       })
       .finally(() => {
@@ -259,6 +263,14 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
     self.p = p;
     if (lane) lanes.set(lane, p);
     inflight.set(flying, p);
+    // Ended unfinished in a running consumer (its outcome not recorded: Kafka or the control
+    // database away for longer than the recorder retries, a bug; or its partition's lease lost):
+    // nothing would fetch it again before the next rejoin, which may never come. It is attempted
+    // again here, later and later (ledger read first), while this run still owns the record.
+    const tries = t.tries ?? 0;
+    void p.then((ok) => {
+      if (!ok && !stopping) follow(sleep(Math.min(RELAUNCH_MAX_MS, 1000 * 2 ** tries)).then(() => false), { ...t, tries: tries + 1 }, 'an attempt here ended unfinished; attempting it again');
+    });
     return true;
   }
 
@@ -272,20 +284,20 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
    * come: so it reads the ledger again and makes the attempt itself. Unless this dispatcher stops or
    * the copy's own run has ended too: the next rejoin fetches the record again.
    */
-  function follow(running: Promise<boolean>, t: Take): void {
+  function follow(running: Promise<boolean>, t: Take, why = 'the attempt this record waited for was cut off; attempting it again here'): void {
     const current = () => !stopping && t.isRunning() && trackers.get(`${t.topic}:${t.partition}`) === t.tracker;
     void running
       .then(async (ok) => {
         if (ok) return t.tracker.finish(t.n);
         if (!current()) return;
         const again = inflight.get(flightKey(t.msg));
-        if (again) return follow(again, t);
+        if (again) return follow(again, t, why);
         const readAt = Date.now();
         if (await recheck.load(t.msg)) return t.tracker.finish(t.n);
         const another = inflight.get(flightKey(t.msg));
-        if (another) return follow(another, t);
+        if (another) return follow(another, t, why);
         if (!current()) return;
-        log.info({ message: t.msg.id, project: t.msg.project, run: t.msg.run, attempt: t.msg.attempt }, 'the attempt this record waited for was cut off; attempting it again here');
+        log.info({ message: t.msg.id, project: t.msg.project, run: t.msg.run, attempt: t.msg.attempt }, why);
         // outside a batch a failed heartbeat is kafkajs's to handle: the wait goes on
         await launch({ ...t, heartbeat: () => t.heartbeat().catch(() => {}), readAt, head: undefined });
       })
