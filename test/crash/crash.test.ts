@@ -123,7 +123,8 @@ describe('crash safety under a stream of 10,000 messages', () => {
     const d = { p: undefined as unknown as ChildProcess, log: '' };
     // every process's whole log is kept in a file of the crash stack: a stall is explained from it
     const file = path.join(stackCfg.STACK_DIR, `dispatcher-${name}-${dispatcherLogs++}.log`);
-    d.p = spawnService(childEnv(svc, { ROLES: 'dispatcher', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '6s' }), (s) => {
+    // at debug: every attempt recorded, and every record skipped as recorded, with its message id
+    d.p = spawnService(childEnv(svc, { ROLES: 'dispatcher', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '6s', LOG_LEVEL: 'debug' }), (s) => {
       d.log = (d.log + s).slice(-20_000);
       appendFileSync(file, s);
     });
@@ -243,13 +244,16 @@ describe('crash safety under a stream of 10,000 messages', () => {
   /** What the dispatchers logged about a message (its id), with every consumer crash and restart. */
   function logLinesAbout(id: string): string {
     if (!existsSync(stackCfg.STACK_DIR)) return '    (no logs)';
-    const lines: string[] = [];
+    const about: string[] = [];
+    const restarts: string[] = [];
     for (const f of readdirSync(stackCfg.STACK_DIR).filter((n) => /^dispatcher-.*\.log$/.test(n)).sort()) {
       for (const l of readFileSync(path.join(stackCfg.STACK_DIR, f), 'utf8').split('\n')) {
-        if (l.includes(id) || /Restarting the consumer|consumer crashed|cut off|ended unfinished|without a recorded outcome/.test(l)) lines.push(`    ${f}: ${l.slice(0, 400)}`);
+        if (l.includes(id)) about.push(`    ${f}: ${l.slice(0, 600)}`);
+        else if (/Restarting the consumer|consumer crashed/.test(l)) restarts.push(`    ${f}: ${l.slice(0, 300)}`);
       }
     }
-    return `    (kills: ${events.map((e) => `${e.what} at +${e.at.toFixed(1)}s`).join(', ')})\n${lines.slice(-40).join('\n')}`;
+    const kills = events.map((e) => `${e.what} at +${e.at.toFixed(1)}s`).join(', ');
+    return `    (kills: ${kills})\n    about it:\n${about.slice(0, 30).join('\n') || '    (nothing)'}\n    consumer restarts:\n${restarts.slice(-15).join('\n') || '    (none)'}`;
   }
 
   it('ends every committed message exactly once, with nothing lost, after every part is killed', async () => {
