@@ -24,16 +24,14 @@ import type { Worker } from '../../src/delivery/worker.js';
 import { createTopicReady, eventually, stack, uniqueName } from '../helpers/env.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
-describe('a record whose attempt ends unfinished is attempted again, not left for a rejoin that may not come', () => {
+describe('a record fetched again after a consumer restart, while its first copy waits for its window', () => {
   let svc: TestService;
   let kafka: Kafka;
   let admin: Admin;
   let producer: Producer;
   let dispatcher: Worker | undefined;
-  let dispatcher2: Worker | undefined;
   const topic = uniqueName('rejoin_copy').replace(/_/g, '-');
   const groupId = `${topic}-group`;
-  const topic2 = `${topic}-2`;
   const restarts: string[] = [];
 
   beforeAll(async () => {
@@ -45,22 +43,20 @@ describe('a record whose attempt ends unfinished is attempted again, not left fo
       logLevel: logLevel.ERROR,
       retry: { initialRetryTime: 100, retries: 1 },
       logCreator: () => (entry) => {
-        if (/^Restarting the consumer/.test(entry.log.message)) restarts.push(String(entry.log.groupId));
+        if (entry.log.groupId === groupId && /^Restarting the consumer/.test(entry.log.message)) restarts.push(entry.log.message);
       },
     });
     admin = kafka.admin();
     await admin.connect();
     await createTopicReady(admin, topic, 1);
-    await createTopicReady(admin, topic2, 1);
     producer = kafka.producer();
     await producer.connect();
   });
 
   afterAll(async () => {
     await dispatcher?.stop();
-    await dispatcher2?.stop();
     await producer?.disconnect();
-    await admin?.deleteTopics({ topics: [topic, topic2] }).catch(() => {});
+    await admin?.deleteTopics({ topics: [topic] }).catch(() => {});
     await admin?.disconnect();
     await svc?.stop();
   });
@@ -71,8 +67,8 @@ describe('a record whose attempt ends unfinished is attempted again, not left fo
     headers: { id, kind: 'http', project: 'rejoincopy' },
   });
 
-  async function committed(group = groupId, of = topic): Promise<number> {
-    const [t] = await admin.fetchOffsets({ groupId: group, topics: [of] });
+  async function committed(): Promise<number> {
+    const [t] = await admin.fetchOffsets({ groupId, topics: [topic] });
     return Number(t.partitions[0].offset);
   }
 
@@ -123,9 +119,11 @@ describe('a record whose attempt ends unfinished is attempted again, not left fo
     expect(await committed()).toBeLessThanOrEqual(0);
 
     // the next fetch's ledger check fails until kafkajs gives up on the batch and restarts the consumer
+    // (a restart of this group before this point, say on a coordinator error while joining, is not the one awaited)
+    const before = restarts.length;
     ledgerAway = true;
     await producer.send({ topic, messages: [record(y)] });
-    await eventually(async () => restarts.includes(groupId), 60_000, 'kafkajs to restart the consumer');
+    await eventually(async () => restarts.length > before, 60_000, 'kafkajs to restart the consumer');
     ledgerAway = false;
 
     // the restarted consumer fetches from the committed offset: x again (attached to the copy that
@@ -139,28 +137,8 @@ describe('a record whose attempt ends unfinished is attempted again, not left fo
     await eventually(async () => sent.includes(x), 30_000, 'x to be sent by the copy fetched after the restart');
     await eventually(async () => (await committed()) === 2, 30_000, 'the commit point to pass x and y');
     expect(sent.filter((s) => s === x)).toHaveLength(1);
+    // sent by the copy's own attempt, not by the first copy going on
+    expect(calls.filter((c) => c === x)).toHaveLength(2);
     expect(sent.filter((s) => s === y)).toHaveLength(1);
   }, 180_000);
-
-  // The same gap without a restart: an attempt that ends without a recorded outcome (the recorder
-  // gave up while Kafka or the control database stayed away longer than its retries) while the
-  // consumer runs on. Nothing fetches the record again before a rejoin, so it is attempted again.
-  it('attempts a record again, in the same consumer run, when its attempt ended without a recorded outcome', async () => {
-    const x = randomUUID();
-    const calls: string[] = [];
-    const pipeline = {
-      async process(msg: OutboxMessage): Promise<ProcessResult> {
-        calls.push(msg.id);
-        if (calls.length === 1) throw new Error('recording outcomes failed 30 times; giving up');
-        return 'recorded';
-      },
-    } as unknown as AttemptPipeline;
-    const group = `${groupId}-2`;
-    dispatcher2 = await startDispatchConsumer({ ctx: { ...svc.ctx, kafka } as AppContext, name: 'relaunch', groupId: group, topics: [topic2], pipeline, concurrency: 4, commitIntervalMs: 200 });
-    await producer.send({ topic: topic2, messages: [record(x)] });
-    await eventually(async () => calls.length >= 2, 30_000, 'x to be attempted again');
-    expect(calls).toEqual([x, x]);
-    await eventually(async () => (await committed(group, topic2)) === 1, 30_000, 'the commit point to pass x');
-    expect(restarts).not.toContain(group); // it ran on: no restart, no rejoin fetched x again
-  }, 120_000);
 });
