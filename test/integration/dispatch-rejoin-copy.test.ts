@@ -132,6 +132,9 @@ describe('a record fetched again after a consumer restart, while its first copy 
     expect(sent).not.toContain(x);
     expect(calls.filter((c) => c === x)).toHaveLength(1);
 
+    // Another project's message with x's id, already delivered: the copy reads the ledger again
+    // before it sends, and that row must not pass for x's (the ledger is keyed by project).
+    await ctx.db.query(`insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final) values ('otherproject', $1, 1, 1, 'delivered', true)`, [x]);
     // the waiting copy belongs to the ended run: it cannot take a slot again and ends unsent
     releaseX();
     await eventually(async () => sent.includes(x), 30_000, 'x to be sent by the copy fetched after the restart');

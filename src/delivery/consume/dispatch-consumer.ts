@@ -72,7 +72,11 @@ interface Take {
   readAt: number;
   /** its key's head as read with the fetch; undefined: not read, the attempt reads it */
   head?: Head | null;
-  /** launched by follow(): false once this run no longer owns the record (a rejoin), which ends its wait for room */
+  /**
+   * false once the record is no longer this process's to attempt, which ends its wait for room;
+   * absent: while this dispatcher runs and the consumer run that fetched it has not ended (follow()
+   * adds: and no rejoin since)
+   */
   owned?: () => boolean;
 }
 
@@ -189,7 +193,8 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
     const weight = msg.rawValue.length;
     // checked last before room is taken, and nothing is awaited between that and inflight.set below:
     // a copy fetched by a later generation either finds this attempt in flight or this wait ends
-    const cancelled = t.owned ? () => stopping || !isRunning() || !t.owned!() : () => stopping || !isRunning();
+    const owned = t.owned ?? (() => !stopping && isRunning());
+    const cancelled = () => !owned();
     if (!(await bytes.acquire(heartbeat, cancelled, weight))) return false;
     // an ordered message behind another of its key in this process waits for it, on its slot
     const lane = msg.orderingKey !== undefined ? laneOf({ project: msg.project, orderingKey: msg.orderingKey }) : null;
