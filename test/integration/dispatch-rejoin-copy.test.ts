@@ -30,9 +30,17 @@ describe('a record fetched again after a consumer restart, while its first copy 
   let admin: Admin;
   let producer: Producer;
   let dispatcher: Worker | undefined;
+  let orderedDispatcher: Worker | undefined;
   const topic = uniqueName('rejoin_copy').replace(/_/g, '-');
   const groupId = `${topic}-group`;
-  const restarts: string[] = [];
+  const orderedTopic = `${topic}-ordered`;
+  const orderedGroupId = `${orderedTopic}-group`;
+  // kafkajs's restarts of each test's consumer, by group
+  const restartsOf = new Map<string, string[]>([
+    [groupId, []],
+    [orderedGroupId, []],
+  ]);
+  const restarts = restartsOf.get(groupId)!;
 
   beforeAll(async () => {
     svc = await startTestService({ roles: ['api'] });
@@ -43,33 +51,47 @@ describe('a record fetched again after a consumer restart, while its first copy 
       logLevel: logLevel.ERROR,
       retry: { initialRetryTime: 100, retries: 1 },
       logCreator: () => (entry) => {
-        if (entry.log.groupId === groupId && /^Restarting the consumer/.test(entry.log.message)) restarts.push(entry.log.message);
+        if (/^Restarting the consumer/.test(entry.log.message)) restartsOf.get(entry.log.groupId)?.push(entry.log.message);
       },
     });
     admin = kafka.admin();
     await admin.connect();
     await createTopicReady(admin, topic, 1);
+    await createTopicReady(admin, orderedTopic, 1);
     producer = kafka.producer();
     await producer.connect();
   });
 
   afterAll(async () => {
     await dispatcher?.stop();
+    await orderedDispatcher?.stop();
     await producer?.disconnect();
-    await admin?.deleteTopics({ topics: [topic] }).catch(() => {});
+    await admin?.deleteTopics({ topics: [topic, orderedTopic] }).catch(() => {});
     await admin?.disconnect();
     await svc?.stop();
   });
 
-  const record = (id: string) => ({
-    key: id,
-    value: JSON.stringify({ id, kind: 'http', created_at: new Date().toISOString(), method: 'POST', url: 'https://example.com/hook', headers: {}, body: {}, callback_function: null, timeout_ms: null }),
+  // ordering: an ordered message's key and place in it (base.http_request's ordering_key), as Debezium keys it
+  const record = (id: string, ordering?: { key: string; seq: number }) => ({
+    key: ordering?.key ?? id,
+    value: JSON.stringify({
+      id,
+      kind: 'http',
+      created_at: new Date().toISOString(),
+      method: 'POST',
+      url: 'https://example.com/hook',
+      headers: {},
+      body: {},
+      callback_function: null,
+      timeout_ms: null,
+      ...(ordering ? { ordering_key: ordering.key, seq: ordering.seq } : {}),
+    }),
     headers: { id, kind: 'http', project: 'rejoincopy' },
   });
 
-  async function committed(): Promise<number> {
-    const [t] = await admin.fetchOffsets({ groupId, topics: [topic] });
-    return Number(t.partitions[0].offset);
+  async function committed(group = groupId, t = topic): Promise<number> {
+    const [o] = await admin.fetchOffsets({ groupId: group, topics: [t] });
+    return Number(o.partitions[0].offset);
   }
 
   it('makes the attempt once the copy it waited for is cut off, and commits past it', async () => {
@@ -143,5 +165,76 @@ describe('a record fetched again after a consumer restart, while its first copy 
     // sent by the copy's own attempt, not by the first copy going on
     expect(calls.filter((c) => c === x)).toHaveLength(2);
     expect(sent.filter((s) => s === y)).toHaveLength(1);
+  }, 180_000);
+
+  // An ordered record is different: its key's next message must not go before it, and a copy made
+  // by a later run could not take its place in the key's lane. Its first copy goes on under its
+  // partition's lease (which keeps any other process off the key meanwhile) instead of being cut
+  // off by the end of its run. Before that change the first copy was cut off, the key's next
+  // message went first, and the record itself waited unfinished for the next rejoin.
+  it('lets an ordered first copy go on under its lease, with the next message of its key after it', async () => {
+    const key = `key:${randomUUID()}`;
+    const x = randomUUID();
+    const y = randomUUID();
+    let ledgerAway = false;
+    let releaseX!: () => void;
+    const xMayGo = new Promise<void>((r) => (releaseX = r));
+    let xWaiting!: () => void;
+    const xIsWaiting = new Promise<void>((r) => (xWaiting = r));
+    const calls: string[] = [];
+    const sent: string[] = [];
+    const restarted = restartsOf.get(orderedGroupId)!;
+
+    const pipeline = {
+      async process(msg: OutboxMessage, _hint: unknown, slot?: DispatchSlot): Promise<ProcessResult> {
+        calls.push(msg.id);
+        if (msg.id === x && calls.filter((c) => c === x).length === 1) {
+          slot!.yield();
+          xWaiting();
+          await xMayGo;
+          if (!(await slot!.retake())) throw new DispatcherStoppingError();
+        }
+        sent.push(msg.id);
+        return 'recorded';
+      },
+    } as unknown as AttemptPipeline;
+
+    const ctx = { ...svc.ctx, kafka } as AppContext;
+    orderedDispatcher = await startDispatchConsumer({
+      ctx,
+      name: 'rejoin-copy-ordered',
+      groupId: orderedGroupId,
+      topics: [orderedTopic],
+      pipeline,
+      concurrency: 4,
+      commitIntervalMs: 200,
+      check: async (msgs) => {
+        if (ledgerAway) throw new Error('the control database is away');
+        return { recorded: await alreadyRecorded(ctx.db, msgs), heads: new Map() };
+      },
+    });
+
+    await producer.send({ topic: orderedTopic, messages: [record(x, { key, seq: 1 })] });
+    await xIsWaiting;
+    expect(await committed(orderedGroupId, orderedTopic)).toBeLessThanOrEqual(0);
+
+    const before = restarted.length;
+    ledgerAway = true;
+    await producer.send({ topic: orderedTopic, messages: [record(y, { key, seq: 2 })] });
+    await eventually(async () => restarted.length > before, 60_000, 'kafkajs to restart the consumer');
+    ledgerAway = false;
+
+    // The restarted consumer fetches x again (attached to the first copy) and y, which waits
+    // behind x in the key's lane: nothing is sent while x waits for its window.
+    await eventually(async () => (await ctx.db.query(`select 1 from dispatch_leases where group_id = $1`, [orderedGroupId])).rowCount === 1, 30_000, 'the lease to be taken');
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(sent).toEqual([]);
+
+    releaseX();
+    await eventually(async () => sent.length === 2, 30_000, 'x, then y, to be sent');
+    expect(sent).toEqual([x, y]);
+    // x by its first copy, once: the copy fetched after the restart waited for it
+    expect(calls.filter((c) => c === x)).toHaveLength(1);
+    await eventually(async () => (await committed(orderedGroupId, orderedTopic)) === 2, 30_000, 'the commit point to pass x and y');
   }, 180_000);
 });

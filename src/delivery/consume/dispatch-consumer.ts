@@ -29,6 +29,7 @@ import type { AttemptPipeline } from '../attempt/pipeline.js';
 import { alreadyRecorded } from '../ledger.js';
 import { isFresh, isOrdered, laneOf, type FetchCheck, type Head, type OrderedMessage } from '../ordering/keys.js';
 import { PartitionLeases } from './leases.js';
+import { DispatcherStoppingError } from '../endpoints/window.js';
 import type { Worker } from '../worker.js';
 
 const INFLIGHT_BYTES = 16 * 1024 * 1024;
@@ -210,11 +211,18 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       if (!got) return false;
     }
     const hint = { head: t.head ?? null, chained: before !== undefined || t.head === undefined };
-    // the slot is given back while the attempt waits for its endpoint's window (endpoints/window.ts);
+    // The slot is given back while the attempt waits for its endpoint's window (endpoints/window.ts);
     // a lane's messages share the slot of its first. It is not taken again once this dispatcher
-    // stops or the consumer run that fetched the record ends (a kafkajs restart): the attempt is
-    // then cut off before its request, and a copy fetched after the rejoin makes it (follow).
-    const slot = (lane && before && laneSlots.get(lane)) || new LimiterSlot(limiter, () => heartbeat().catch(() => {}), () => stopping || !isRunning());
+    // stops: the attempt is cut off before its request, and the next owner makes it.
+    // - An unordered record is cut off too once the consumer run that fetched it ends (a kafkajs
+    //   restart, a rebalance): nothing else keeps another process from sending it meanwhile. A copy
+    //   fetched after the rejoin makes the attempt (follow).
+    // - An ordered one goes on while this process holds its partition's lease, which is what keeps
+    //   another process from attempting its key meanwhile (leases.ts: kept while ordered attempts
+    //   are in flight). Cut off, it would leave its key's next message free to overtake it here, and
+    //   its copy fetched after the rejoin could not take its place in the key's lane.
+    const cutOff = lane ? () => stopping || !leases.holds(topic, partition) : () => stopping || !isRunning();
+    const slot = (lane && before && laneSlots.get(lane)) || new LimiterSlot(limiter, () => heartbeat().catch(() => {}), cutOff);
     if (lane) laneSlots.set(lane, slot);
     const self: { p?: Promise<boolean> } = {};
     const p = (before ?? Promise.resolve(true))
@@ -252,6 +260,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       .catch((err) => {
         // after stop() gave up draining, the recorder is closed: expected, and said once above
         if (stopping) log.info({ message: msg.id }, 'attempt cut off by the stop; its record stays uncommitted and is attempted again by the next owner');
+        else if (err instanceof DispatcherStoppingError) log.info({ message: msg.id, project: msg.project }, lane ? "attempt cut off before its request: its partition's lease was lost; the lease's holder attempts it" : 'attempt cut off before its request: the consumer run that fetched it ended; a copy fetched after the rejoin attempts it');
         else log.error({ err, message: msg.id }, 'recording an outcome failed; the record stays uncommitted and is attempted again after a restart');
         return false;
       })
@@ -282,9 +291,12 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
    * come: so it reads the ledger again and makes the attempt itself. Unless this dispatcher stops or
    * the copy's own run has ended too: the next rejoin fetches the record again.
    *
-   * Unordered records only. An ordered record's copies would have to take their places in their
-   * key's lane in offset order, which a launch from here (outside the fetch's loop, after awaits)
-   * does not promise; they wait for the next rejoin, as before (a known gap, docs/delivery.md).
+   * Unordered records only. An ordered record's first copy is not cut off by the end of its run
+   * (launch: it goes on under its partition's lease), so its copies finish with it. It can still end
+   * unfinished, its lease lost (a process stalled past the lease's TTL) or its outcome not recorded;
+   * its copy would then have to take its place in its key's lane in offset order, which a launch
+   * from here (outside the fetch's loop, after awaits) does not promise, so it waits for the next
+   * rejoin (a known gap, docs/delivery.md).
    */
   function follow(running: Promise<boolean>, t: Take): void {
     const current = () => !stopping && t.isRunning() && trackers.get(`${t.topic}:${t.partition}`) === t.tracker;

@@ -75,6 +75,14 @@ export class PartitionLeases {
     return this.#since.get(pk(topic, partition)) ?? 0;
   }
 
+  /**
+   * Whether the lease is surely this process's now (renewed every RENEW_MS while it is assigned, or
+   * while ordered attempts are in flight on it): an ordered attempt already under way may go on.
+   */
+  holds(topic: string, partition: number): boolean {
+    return !this.#stopped && (this.#held.get(pk(topic, partition)) ?? 0) > Date.now();
+  }
+
   owns(topic: string, partition: number): boolean {
     return this.#assigned.has(pk(topic, partition));
   }
