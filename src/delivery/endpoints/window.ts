@@ -49,6 +49,11 @@ export interface WindowOptions {
   pauseAfter: number;
   pauseMs: number;
   pauseMaxMs: number;
+  /**
+   * The clock of pauses and idle periods, in ms: monotonic (performance.now), so that a step of the
+   * wall clock (NTP, a suspended VM) neither lengthens nor cuts a pause. Tests pass their own.
+   */
+  now?: () => number;
 }
 
 export class WindowFullError extends Error {}
@@ -93,9 +98,13 @@ interface Win {
 
 export class EndpointWindows {
   readonly #wins = new Map<string, Win>();
-  #swept = Date.now();
+  readonly #now: () => number;
+  #swept: number;
 
-  constructor(readonly opts: WindowOptions) {}
+  constructor(readonly opts: WindowOptions) {
+    this.#now = opts.now ?? (() => performance.now());
+    this.#swept = this.#now();
+  }
 
   get adaptive(): boolean {
     return this.opts.max > 0;
@@ -104,7 +113,7 @@ export class EndpointWindows {
   /** Attempts this endpoint may have in flight now. */
   limit(e: Pick<Endpoint, 'project' | 'key'>): number | undefined {
     const w = this.#wins.get(endpointId(e));
-    return w && this.#limit(w, Date.now());
+    return w && this.#limit(w, this.#now());
   }
 
   #limit(w: Win, now: number): number {
@@ -120,7 +129,7 @@ export class EndpointWindows {
    * DispatcherStoppingError when the dispatcher stopped while it waited.
    */
   async acquire(e: Endpoint, cap: number | null, slot?: DispatchSlot): Promise<Ticket> {
-    const now = Date.now();
+    const now = this.#now();
     if (now - this.#swept > SWEEP_MS) this.#sweep(now);
     const id = endpointId(e);
     let w = this.#wins.get(id);
@@ -154,7 +163,7 @@ export class EndpointWindows {
     const id = endpointId(e);
     let w = this.#wins.get(id);
     if (!w) {
-      w = { cwnd: this.opts.initial, ssthresh: Infinity, cap: null, inflight: 0, queue: [], faults: 0, pausedUntil: 0, pauseMs: 0, timer: undefined, seq: 0, cutAt: 0, idleSince: Date.now() };
+      w = { cwnd: this.opts.initial, ssthresh: Infinity, cap: null, inflight: 0, queue: [], faults: 0, pausedUntil: 0, pauseMs: 0, timer: undefined, seq: 0, cutAt: 0, idleSince: this.#now() };
       this.#wins.set(id, w);
     }
     return this.#grant(w);
@@ -173,7 +182,7 @@ export class EndpointWindows {
         const used = w.queue.length > 0 || w.inflight * 2 >= Math.floor(w.cwnd);
         w.inflight--;
         if (outcome && this.adaptive) this.#adjust(w, outcome, seq, used);
-        if (w.inflight === 0 && w.queue.length === 0) w.idleSince = Date.now();
+        if (w.inflight === 0 && w.queue.length === 0) w.idleSince = this.#now();
         this.#pump(w);
       },
     };
@@ -190,7 +199,7 @@ export class EndpointWindows {
       }
       if (w.faults >= this.opts.pauseAfter) {
         w.pauseMs = w.pauseMs ? Math.min(w.pauseMs * 2, this.opts.pauseMaxMs) : this.opts.pauseMs;
-        w.pausedUntil = Date.now() + w.pauseMs;
+        w.pausedUntil = this.#now() + w.pauseMs;
         w.cwnd = 1;
         this.#wakeAt(w, w.pauseMs + 1);
       }
@@ -206,10 +215,10 @@ export class EndpointWindows {
   }
 
   #pump(w: Win): void {
-    const now = Date.now();
+    const now = this.#now();
     while (w.queue.length > 0 && w.inflight < this.#limit(w, now)) w.queue.shift()!.grant(this.#grant(w));
     // A Node timer counts from the event loop's clock, read when the loop's turn began: armed late
-    // in a busy turn, the pause's timer can fire a few ms before pausedUntil by Date.now(). With
+    // in a busy turn, the pause's timer can fire a few ms before pausedUntil by this clock. With
     // nothing in flight to call done(), the waiters would then wait for ever: wake again at the end.
     if (w.queue.length > 0 && w.pausedUntil > now) this.#wakeAt(w, w.pausedUntil - now + 1);
   }

@@ -113,25 +113,42 @@ describe('endpoint windows (slow start)', () => {
     expect(limiter.active).toBe(1); // only the first's slot; the waiter took none
   });
 
-  describe('when the pause timer fires a little early by Date.now()', () => {
+  describe("when the pause timer fires a little early by the window's clock", () => {
     afterEach(() => vi.useRealTimers());
 
-    // Node's timers count from the loop's clock, read when its turn began; Date.now() is read
-    // later. A timer armed late in a busy turn fires before the pause ends by Date.now(). Here the
-    // clock is set back 5 ms after the pause began, which is the same thing seen from the window.
+    // Node's timers count from the loop's clock, read when its turn began; the window's clock is
+    // read later. A timer armed late in a busy turn fires before the pause ends by that clock. Here
+    // the window's clock runs 5 ms ahead from just after the pause began, which is the same thing
+    // seen from the window.
     it('wakes again when the pause ends, so a waiter left alone by the early timer is still let in', async () => {
-      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
-      const w = new EndpointWindows({ ...opts, initial: 1, pauseAfter: 1, pauseMs: 1000 });
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+      let skew = 0;
+      const w = new EndpointWindows({ ...opts, initial: 1, pauseAfter: 1, pauseMs: 1000, now: () => performance.now() + skew });
       const first = await w.acquire(e, null);
       let granted: Ticket | undefined;
       void w.acquire(e, null).then((t) => (granted = t));
       await Promise.resolve();
       first.done(down); // the pause begins: the waiter waits for its end, nothing else is in flight
       expect(w.limit(e)).toBe(0);
-      vi.setSystemTime(Date.now() - 5);
-      await vi.advanceTimersByTimeAsync(1001); // the pause's timer: 4 ms short of its end by Date.now()
+      skew = -5;
+      await vi.advanceTimersByTimeAsync(1001); // the pause's timer: 4 ms short of its end by the window's clock
       expect(granted).toBeUndefined();
       await vi.advanceTimersByTimeAsync(10);
+      expect(granted).toBeDefined();
+    });
+
+    it('is monotonic by default: a step of the wall clock neither ends nor lengthens a pause', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] });
+      const w = new EndpointWindows({ ...opts, initial: 1, pauseAfter: 1, pauseMs: 1000 });
+      const first = await w.acquire(e, null);
+      let granted: Ticket | undefined;
+      void w.acquire(e, null).then((t) => (granted = t));
+      await Promise.resolve();
+      first.done(down);
+      vi.setSystemTime(Date.now() + 3_600_000); // the wall clock jumps an hour ahead
+      expect(w.limit(e)).toBe(0);
+      vi.setSystemTime(Date.now() - 7_200_000); // and then an hour behind where it was
+      await vi.advanceTimersByTimeAsync(1010);
       expect(granted).toBeDefined();
     });
   });
