@@ -13,6 +13,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import type { AppContext } from '../../src/context.js';
 import { startDispatchConsumer } from '../../src/delivery/consume/dispatch-consumer.js';
 import type { AttemptPipeline, ProcessResult } from '../../src/delivery/attempt/pipeline.js';
@@ -31,14 +33,18 @@ describe('a record fetched again after a consumer restart, while its first copy 
   let producer: Producer;
   let dispatcher: Worker | undefined;
   let orderedDispatcher: Worker | undefined;
+  let fullDispatcher: Worker | undefined;
   const topic = uniqueName('rejoin_copy').replace(/_/g, '-');
   const groupId = `${topic}-group`;
   const orderedTopic = `${topic}-ordered`;
   const orderedGroupId = `${orderedTopic}-group`;
+  const fullTopic = `${topic}-full`;
+  const fullGroupId = `${fullTopic}-group`;
   // kafkajs's restarts of each test's consumer, by group
   const restartsOf = new Map<string, string[]>([
     [groupId, []],
     [orderedGroupId, []],
+    [fullGroupId, []],
   ]);
   const restarts = restartsOf.get(groupId)!;
 
@@ -58,6 +64,7 @@ describe('a record fetched again after a consumer restart, while its first copy 
     await admin.connect();
     await createTopicReady(admin, topic, 1);
     await createTopicReady(admin, orderedTopic, 1);
+    await createTopicReady(admin, fullTopic, 1);
     producer = kafka.producer();
     await producer.connect();
   });
@@ -65,8 +72,9 @@ describe('a record fetched again after a consumer restart, while its first copy 
   afterAll(async () => {
     await dispatcher?.stop();
     await orderedDispatcher?.stop();
+    await fullDispatcher?.stop();
     await producer?.disconnect();
-    await admin?.deleteTopics({ topics: [topic, orderedTopic] }).catch(() => {});
+    await admin?.deleteTopics({ topics: [topic, orderedTopic, fullTopic] }).catch(() => {});
     await admin?.disconnect();
     await svc?.stop();
   });
@@ -237,4 +245,98 @@ describe('a record fetched again after a consumer restart, while its first copy 
     expect(calls.filter((c) => c === x)).toHaveLength(1);
     await eventually(async () => (await committed(orderedGroupId, orderedTopic)) === 2, 30_000, 'the commit point to pass x and y');
   }, 180_000);
+
+  // The copy's own attempt waits for a dispatcher slot like any other. If kafkajs restarts the
+  // consumer again meanwhile, the record is no longer that copy's: the run after fetches it again,
+  // and both would send it once a slot is free. The wait ends when the copy's run does.
+  it("ends the copy's wait for a slot when its own run ends, so the next run's copy sends it alone", async () => {
+    const x = randomUUID();
+    const b = randomUUID();
+    // records that only make a fetch fail (their outcome is recorded, so they take no slot)
+    const y1 = randomUUID();
+    const y2 = randomUUID();
+    let ledgerAway = false;
+    let releaseX!: () => void;
+    const xMayGo = new Promise<void>((r) => (releaseX = r));
+    let xWaiting!: () => void;
+    const xIsWaiting = new Promise<void>((r) => (xWaiting = r));
+    let releaseB!: () => void;
+    const bMayGo = new Promise<void>((r) => (releaseB = r));
+    let bHolding!: () => void;
+    const bHoldsTheSlot = new Promise<void>((r) => (bHolding = r));
+    const calls: string[] = [];
+    const sent: string[] = [];
+    const lines: string[] = [];
+    const restarted = restartsOf.get(fullGroupId)!;
+
+    const pipeline = {
+      async process(msg: OutboxMessage, _hint: unknown, slot?: DispatchSlot): Promise<ProcessResult> {
+        calls.push(msg.id);
+        const nth = calls.filter((c) => c === msg.id).length;
+        if (msg.id === x && nth === 1) {
+          slot!.yield();
+          xWaiting();
+          await xMayGo;
+          if (!(await slot!.retake())) throw new DispatcherStoppingError();
+        }
+        if (msg.id === b && nth === 1) {
+          // the one slot there is stays taken
+          bHolding();
+          await bMayGo;
+        }
+        sent.push(msg.id);
+        return 'recorded';
+      },
+    } as unknown as AttemptPipeline;
+
+    const log = pino({ level: 'debug' }, new Writable({ write: (chunk, _e, cb) => (lines.push(String(chunk)), cb()) }));
+    const ctx = { ...svc.ctx, kafka, log } as AppContext;
+    for (const y of [y1, y2]) {
+      await ctx.db.query(`insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final) values ('rejoincopy', $1, 1, 1, 'delivered', true)`, [y]);
+    }
+    fullDispatcher = await startDispatchConsumer({
+      ctx,
+      name: 'rejoin-copy-full',
+      groupId: fullGroupId,
+      topics: [fullTopic],
+      pipeline,
+      concurrency: 1,
+      commitIntervalMs: 200,
+      check: async (msgs) => {
+        if (ledgerAway) throw new Error('the control database is away');
+        return { recorded: await alreadyRecorded(ctx.db, msgs), heads: new Map() };
+      },
+    });
+    const restart = async (y: string) => {
+      const before = restarted.length;
+      ledgerAway = true;
+      await producer.send({ topic: fullTopic, messages: [record(y)] });
+      await eventually(async () => restarted.length > before, 60_000, 'kafkajs to restart the consumer');
+      ledgerAway = false;
+    };
+
+    await producer.send({ topic: fullTopic, messages: [record(x)] });
+    await xIsWaiting;
+    await producer.send({ topic: fullTopic, messages: [record(b)] });
+    await bHoldsTheSlot;
+
+    // run 2 fetches x and b again (both attach to their first copies); x's first copy is cut off,
+    // and its copy makes the attempt: it waits for the slot b holds
+    await restart(y1);
+    // run 2 has been through x and b (attached) once it skips y1, which comes after them
+    await eventually(async () => lines.some((l) => l.includes(y1) && l.includes('outcome already recorded')), 30_000, 'run 2 to fetch x, b and y1');
+    releaseX();
+    await eventually(async () => lines.some((l) => l.includes(x) && l.includes('attempting it again here')), 30_000, "x's copy to begin its attempt");
+
+    // run 3: the copy of run 2 no longer owns x; run 3 fetches x again and waits for the slot too
+    await restart(y2);
+    // the wait for a slot looks at its cancellation about every second
+    await new Promise((r) => setTimeout(r, 2500));
+    releaseB();
+    await eventually(async () => sent.includes(x) && sent.includes(b), 30_000, 'b, then x, to be sent');
+    await eventually(async () => (await committed(fullGroupId, fullTopic)) === 4, 30_000, 'the commit point to pass x, b, y1 and y2');
+    expect(sent.filter((s) => s === x)).toHaveLength(1);
+    // the first copy's cut-off call and run 3's: run 2's copy never got its slot
+    expect(calls.filter((c) => c === x)).toHaveLength(2);
+  }, 240_000);
 });

@@ -217,11 +217,14 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
     // - An unordered record is cut off too once the consumer run that fetched it ends (a kafkajs
     //   restart, a rebalance): nothing else keeps another process from sending it meanwhile. A copy
     //   fetched after the rejoin makes the attempt (follow).
-    // - An ordered one goes on while this process holds its partition's lease, which is what keeps
-    //   another process from attempting its key meanwhile (leases.ts: kept while ordered attempts
-    //   are in flight). Cut off, it would leave its key's next message free to overtake it here, and
-    //   its copy fetched after the rejoin could not take its place in the key's lane.
-    const cutOff = lane ? () => stopping || !leases.holds(topic, partition) : () => stopping || !isRunning();
+    // - An ordered one goes on across a kafkajs restart that leaves its partition here: its copy
+    //   fetched after the rejoin could not take its place in the key's lane, and cut off, it would
+    //   leave its key's next message free to overtake it. It is cut off once the partition is
+    //   assigned elsewhere or its lease is lost: the lease is kept while ordered attempts are in
+    //   flight (leases.ts), and one that waits here for a slot must not keep the partition's new
+    //   owner waiting for it, whose own slots may be what this one waits for (two dispatchers
+    //   each full of the other's partitions: found by the crash test).
+    const cutOff = lane ? () => stopping || !leases.owns(topic, partition) || !leases.holds(topic, partition) : () => stopping || !isRunning();
     const slot = (lane && before && laneSlots.get(lane)) || new LimiterSlot(limiter, () => heartbeat().catch(() => {}), cutOff);
     if (lane) laneSlots.set(lane, slot);
     const self: { p?: Promise<boolean> } = {};
@@ -260,7 +263,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       .catch((err) => {
         // after stop() gave up draining, the recorder is closed: expected, and said once above
         if (stopping) log.info({ message: msg.id }, 'attempt cut off by the stop; its record stays uncommitted and is attempted again by the next owner');
-        else if (err instanceof DispatcherStoppingError) log.info({ message: msg.id, project: msg.project }, lane ? "attempt cut off before its request: its partition's lease was lost; the lease's holder attempts it" : 'attempt cut off before its request: the consumer run that fetched it ended; a copy fetched after the rejoin attempts it');
+        else if (err instanceof DispatcherStoppingError) log.info({ message: msg.id, project: msg.project }, lane ? "attempt cut off before its request: its partition went to another dispatcher, or its lease was lost; the partition's owner attempts it" : 'attempt cut off before its request: the consumer run that fetched it ended; a copy fetched after the rejoin attempts it');
         else log.error({ err, message: msg.id }, 'recording an outcome failed; the record stays uncommitted and is attempted again after a restart');
         return false;
       })
