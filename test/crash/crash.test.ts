@@ -16,7 +16,7 @@
 // duplicates (a webhook-id answered 2xx more than once) are counted and printed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync, readdirSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -122,12 +122,15 @@ describe('crash safety under a stream of 10,000 messages', () => {
   function startDispatcher(name: string) {
     const d = { p: undefined as unknown as ChildProcess, log: '' };
     // every process's whole log is kept in a file of the crash stack: a stall is explained from it
-    const file = path.join(stackCfg.STACK_DIR, `dispatcher-${name}-${dispatcherLogs++}.log`);
+    // (written as it comes, not a synchronous write per chunk in the process that also hosts the
+    // receiver; a file an earlier run left is started afresh, so its lines never explain this run)
+    const out = createWriteStream(path.join(stackCfg.STACK_DIR, `dispatcher-${name}-${dispatcherLogs++}.log`));
     // at debug: every attempt recorded, and every record skipped as recorded, with its message id
     d.p = spawnService(childEnv(svc, { ROLES: 'dispatcher', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '6s', LOG_LEVEL: 'debug' }), (s) => {
       d.log = (d.log + s).slice(-20_000);
-      appendFileSync(file, s);
+      out.write(s);
     });
+    d.p.on('close', () => out.end());
     d.p.on('exit', (code, signal) => {
       if (finished) return;
       const fatal = /"msg":"consumer crashed and will not restart[^}]*/.exec(d.log)?.[0] ?? d.log.slice(-1500);
