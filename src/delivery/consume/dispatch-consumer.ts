@@ -26,7 +26,7 @@ import { logFatal, reportCrashes, type OnFatal } from '../worker.js';
 import { attemptKey, decodeMessage, MalformedMessageError, type OutboxMessage } from '../message.js';
 import { Limiter, LimiterSlot, PartitionTracker, RecentKeys } from './offsets.js';
 import type { AttemptPipeline } from '../attempt/pipeline.js';
-import { alreadyRecorded } from '../ledger.js';
+import { alreadyRecorded, isDone } from '../ledger.js';
 import { isFresh, isOrdered, laneOf, type FetchCheck, type Head, type OrderedMessage } from '../ordering/keys.js';
 import { PartitionLeases } from './leases.js';
 import { DispatcherStoppingError } from '../endpoints/window.js';
@@ -110,7 +110,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       const ordered = keys.flatMap((k) => (k.head ? [k.msg as OrderedMessage] : []));
       const found: FetchCheck = opts.check ? await opts.check(msgs, ordered) : { recorded: await alreadyRecorded(ctx.db, msgs), heads: new Map() };
       return keys.map((k) => ({
-        recorded: found.recorded.has(attemptKey(k.msg)),
+        recorded: isDone(found.recorded, k.msg),
         head: k.head ? (found.heads.get(laneOf(k.msg as OrderedMessage)) ?? null) : null,
       }));
     },
@@ -135,7 +135,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       for (let i = 0; ; i++) {
         try {
           const recorded = await alreadyRecorded(ctx.db, msgs);
-          return msgs.map((m) => recorded.has(attemptKey(m)));
+          return msgs.map((m) => isDone(recorded, m));
         } catch (err) {
           if (stopping) throw err;
           if (i % 20 === 0) log.warn({ err }, 'reading the ledger failed; retrying');
@@ -245,7 +245,9 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
         // recorded it, or blocked its key, meanwhile. Every record that waited reads again, not
         // only the one whose call took the lease (the crash test's duplicates at a hand-off).
         const stale = lease === 'acquired' || leases.heldSince(topic, partition) >= readAt;
-        if (stale && (await recheck.load(msg))) return 'recorded' as const;
+        // (done with: not added to `recent`, which stands for every copy of the attempt; this may be
+        // a hold, whose copy put back by the releaser is still to be sent)
+        if (stale && (await recheck.load(msg))) return 'done' as const;
         leases.begin(topic, partition);
         try {
           return await pipeline.process(msg, stale ? { ...hint, chained: true } : hint, slot);
@@ -339,11 +341,12 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
     const asked = candidates.map((msg) => ({ msg, head: opts.check !== undefined && isOrdered(msg) && isFresh(msg) }));
     const checked = await checks.loadMany(asked);
     const headOf = new Map<OutboxMessage, Head | null>();
-    const recorded = new Set<string>();
+    // by record, not by attempt key: a hold makes its own record done, not the releaser's copy of it
+    const recorded = new Set<OutboxMessage>();
     checked.forEach((r, i) => {
       if (r instanceof Error) throw r; // control DB unavailable: kafkajs retries the batch
       const { msg, head } = asked[i];
-      if (r.recorded) recorded.add(attemptKey(msg));
+      if (r.recorded) recorded.add(msg);
       if (head) headOf.set(msg, r.head);
     });
 
@@ -353,7 +356,7 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
       const n = Number(offset);
       const key = msg ? attemptKey(msg) : '';
       tracker.begin(n);
-      if (!msg || recorded.has(key) || recent.has(key)) {
+      if (!msg || recorded.has(msg) || recent.has(key)) {
         if (msg) log.debug({ message: msg.id, project: msg.project, run: msg.run, attempt: msg.attempt }, 'outcome already recorded; not sending again');
         tracker.finish(n);
         resolveOffset(offset);

@@ -22,7 +22,7 @@ import type { AppContext } from '../../context.js';
 import { withTransaction } from '../../db/index.js';
 import { orderingAdvances, orderingBlockedKeys, orderingParks, orderingQueuedMessages } from '../../lib/metrics.js';
 import { attemptKey, encodeMessage, type OutboxMessage } from '../message.js';
-import { alreadyRecorded, recordedSql, recordedValues } from '../ledger.js';
+import { alreadyRecorded, doneKey, recordedSql, recordedValues } from '../ledger.js';
 
 export type HeadReason = 'retry' | 'held' | 'next';
 
@@ -31,8 +31,9 @@ export interface Head {
   messageId: string;
 }
 
-/** A fetch's check (OrderingStore.check): the attempt keys already recorded, and the heads by lane. */
+/** A fetch's check (OrderingStore.check): the attempts already done with, and the heads by lane. */
 export interface FetchCheck {
+  /** keys of the attempts already done with (ledger.ts: doneKey; read with isDone) */
   recorded: Set<string>;
   heads: Map<string, Head>;
 }
@@ -79,19 +80,19 @@ export class OrderingStore {
    */
   async check(msgs: readonly OutboxMessage[], ordered: readonly OrderedMessage[]): Promise<FetchCheck> {
     if (ordered.length === 0) return { recorded: await alreadyRecorded(this.ctx.db, msgs), heads: new Map() };
-    const r = await this.ctx.db.query<{ project: string; id: string; run: number; attempt: number; ordering_key: string | null }>({
+    const r = await this.ctx.db.query<{ project: string; id: string; run: number; attempt: number; held_only: boolean; ordering_key: string | null }>({
       name: 'ledger-check-heads',
       // a row with an ordering key is a head (its id is the head's message), one without it a recorded attempt
       text: `${recordedSql(', null::text as ordering_key')}
              union all
-             select h.project_ref, h.message_id, null, null, h.ordering_key
+             select h.project_ref, h.message_id, null, null, null, h.ordering_key
                from ordering_heads h
-               join unnest($5::text[], $6::text[]) as k(project_ref, ordering_key) using (project_ref, ordering_key)`,
+               join unnest($6::text[], $7::text[]) as k(project_ref, ordering_key) using (project_ref, ordering_key)`,
       values: [...recordedValues(msgs), ordered.map((m) => m.project), ordered.map((m) => m.orderingKey)],
     });
     const out: FetchCheck = { recorded: new Set(), heads: new Map() };
     for (const row of r.rows) {
-      if (row.ordering_key === null) out.recorded.add(attemptKey(row));
+      if (row.ordering_key === null) out.recorded.add(doneKey(row));
       else out.heads.set(laneOf({ project: row.project, orderingKey: row.ordering_key }), { messageId: row.id });
     }
     return out;

@@ -1,0 +1,103 @@
+// A record held for its endpoint (endpoints/gate.ts: circuit open, rate limit, window full) counts
+// as finished for its partition's commit point, and the releaser puts it back later. A dispatcher
+// killed after the hold and before its next offset commit leaves the record to the partition's next
+// owner, which read it again and sent it while the releaser also put it back: two requests and two
+// final outcomes for one run (the crash test: 8 of 10,240 after the kill of a dispatcher whose
+// endpoint window had overflowed into holds). The hold is the message's live copy: a record read
+// again while its hold exists is finished without an attempt; the copy the releaser puts back is
+// attempted.
+//
+// Real Kafka, a real consumer group, the control database's held_messages and ledger; the attempt
+// pipeline is stood in for (it notes what it was asked to attempt).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import type { AppContext } from '../../src/context.js';
+import { startDispatchConsumer } from '../../src/delivery/consume/dispatch-consumer.js';
+import type { AttemptPipeline, ProcessResult } from '../../src/delivery/attempt/pipeline.js';
+import type { OutboxMessage } from '../../src/delivery/message.js';
+import type { Worker } from '../../src/delivery/worker.js';
+import { createTopicReady, eventually, stack, uniqueName } from '../helpers/env.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+describe('a record read again while its hold waits for the releaser', () => {
+  let svc: TestService;
+  let kafka: Kafka;
+  let admin: Admin;
+  let producer: Producer;
+  let dispatcher: Worker | undefined;
+  const topic = uniqueName('held_refetch').replace(/_/g, '-');
+  const groupId = `${topic}-group`;
+
+  beforeAll(async () => {
+    svc = await startTestService({ roles: ['api'] });
+    kafka = new Kafka({ brokers: stack().kafkaBrokers, clientId: topic, logLevel: logLevel.ERROR });
+    admin = kafka.admin();
+    await admin.connect();
+    await createTopicReady(admin, topic, 1);
+    producer = kafka.producer();
+    await producer.connect();
+  });
+
+  afterAll(async () => {
+    await dispatcher?.stop();
+    await producer?.disconnect();
+    await admin?.deleteTopics({ topics: [topic] }).catch(() => {});
+    await admin?.disconnect();
+    await svc?.stop();
+  });
+
+  const record = (project: string, id: string, released?: string) => ({
+    key: id,
+    value: JSON.stringify({ id, kind: 'http', created_at: new Date().toISOString(), method: 'POST', url: 'https://example.com/hook', headers: {}, body: {}, callback_function: null, timeout_ms: null }),
+    headers: { id, kind: 'http', project, ...(released ? { released } : {}) },
+  });
+
+  it('finishes it without an attempt, attempts the copy put back, and keeps holds to their project', async () => {
+    const p = await svc.project();
+    const other = await svc.project();
+    const held = randomUUID();
+    const plain = randomUUID();
+    // another project's message with the same id as a held one: another message, attempted
+    const twin = randomUUID();
+    const hold = (project: string, id: string) =>
+      svc.ctx.db.query(
+        `insert into held_messages (project_ref, endpoint, message_id, run, attempt, reason, headers, value)
+         values ($1, 'webhook:test', $2, 1, 1, 'concurrency', '{}'::jsonb, '\\x7b7d'::bytea)`,
+        [project, id],
+      );
+    await hold(p.ref, held);
+    await hold(other.ref, twin);
+
+    const calls: string[] = [];
+    const pipeline = {
+      async process(msg: OutboxMessage): Promise<ProcessResult> {
+        calls.push(`${msg.project}:${msg.id}:${msg.released ?? 'fresh'}`);
+        return 'recorded';
+      },
+    } as unknown as AttemptPipeline;
+    dispatcher = await startDispatchConsumer({
+      ctx: { ...svc.ctx, kafka } as AppContext,
+      name: 'held-refetch',
+      groupId,
+      topics: [topic],
+      pipeline,
+      concurrency: 4,
+      commitIntervalMs: 200,
+    });
+
+    await producer.send({
+      topic,
+      messages: [
+        record(p.ref, held), // read again after the kill of the dispatcher that held it
+        record(p.ref, plain),
+        record(p.ref, twin), // held in the other project only
+        record(p.ref, held, 'paced'), // what the releaser puts back
+      ],
+    });
+
+    const committed = async () => Number((await admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions[0].offset);
+    await eventually(async () => (await committed()) === 4, 60_000, 'the commit point to pass all four records');
+    expect(calls.sort()).toEqual([`${p.ref}:${held}:paced`, `${p.ref}:${plain}:fresh`, `${p.ref}:${twin}:fresh`].sort());
+  }, 120_000);
+});
