@@ -56,11 +56,12 @@ export async function recordLedger(db: AppContext['db'], entries: readonly (Ledg
  * Which of these attempts are already done with here: recorded (the attempt itself, or a final
  * outcome of its run), or held for their endpoint (endpoints/gate.ts), within the message's own
  * project (a row of another project with the same message id is another message's). One query per
- * fetched batch. Returns attempt keys (message.ts, attemptKey).
+ * fetched batch. Returns doneKeys: ask it with isDone, which tells a held record from the releaser's
+ * copy of it (both have the same attempt key).
  */
 export async function alreadyRecorded(
   db: AppContext['db'],
-  msgs: readonly Pick<OutboxMessage, 'project' | 'id' | 'run' | 'attempt' | 'released'>[],
+  msgs: readonly Pick<OutboxMessage, 'project' | 'id' | 'run' | 'attempt'>[],
 ): Promise<Set<string>> {
   if (msgs.length === 0) return new Set();
   const r = await db.query({ name: 'ledger-check', text: recordedSql(), values: recordedValues(msgs) });
@@ -68,11 +69,11 @@ export async function alreadyRecorded(
 }
 
 /**
- * The key a row of recordedSql stands for: the attempt's (every copy of it is done with), or, when
- * only its hold matched, the attempt's for records the releaser did not put back (isDone).
+ * The key a row of recordedSql stands for: the attempt's (recorded: every copy of it is done with),
+ * or, for a hold, the attempt's for records the releaser did not put back (isDone).
  */
-export function doneKey(row: { project: string; id: string; run: number; attempt: number; held_only: boolean }): string {
-  return row.held_only ? `${attemptKey(row)}|fresh` : attemptKey(row);
+export function doneKey(row: { project: string; id: string; run: number; attempt: number; held: boolean }): string {
+  return row.held ? `${attemptKey(row)}|fresh` : attemptKey(row);
 }
 
 /** Whether `m` is done with, by a set of doneKey (alreadyRecorded, ordering/keys.ts's check). */
@@ -82,30 +83,36 @@ export function isDone(done: ReadonlySet<string>, m: Pick<OutboxMessage, 'projec
 }
 
 /**
- * The ledger check's statement: the rows (project, id, run, attempt, held_only) of the attempts
- * given as $1–$5 that are already done with (doneKey), each followed by `extra` columns (for a statement that adds rows of
- * another kind with `union all`: ordering/keys.ts reads the heads of a fetch's keys with it).
+ * The ledger check's statement: the rows (project, id, run, attempt, held) of the attempts
+ * given as $1–$4 that are already done with (doneKey), each followed by `extra` columns (for a
+ * statement that adds rows of another kind with `union all`: ordering/keys.ts reads the heads of a
+ * fetch's keys with it).
  *
- * Done with: recorded in the ledger, or, for a record the releaser did not put back, held. A held
+ * Done with: recorded in the ledger, or, for a record the releaser did not put back, held (isDone
+ * tells the two: the releaser's copy has the held record's attempt key). A held
  * record's offset is committed as finished, but a dispatcher killed before that commit leaves it to
  * the partition's next owner, which would send it while the releaser also puts it back: two
  * requests, two final outcomes for one run (the crash test: 8 of 10,240 after a kill of a
  * dispatcher whose endpoint window had overflowed into holds). The hold is the message's live copy.
  */
 export function recordedSql(extra = ''): string {
-  return `select m.project, m.id, m.run, m.attempt, l.recorded is null as held_only${extra}
-       from unnest($1::text[], $2::uuid[], $3::int[], $4::int[], $5::bool[]) as m(project, id, run, attempt, fresh)
-       left join lateral (select true as recorded from delivery_ledger l
-                           where l.project_ref = m.project and l.message_id = m.id and l.run = m.run and (l.attempt = m.attempt or l.final)
-                           limit 1) l on true
-      where l.recorded
-         or (m.fresh and exists (select 1 from held_messages h
-                                  where h.project_ref = m.project and h.message_id = m.id and h.run = m.run and h.attempt = m.attempt))`;
+  // Two branches, not one OR: with an OR, PostgreSQL runs both subqueries as per-row subplans, which
+  // doubled the statement's time (200 records: 0.50 → 1.06 ms); as a union each is a semi-join
+  // (0.49 ms, the same as the ledger alone). A record both recorded and held comes back twice.
+  return `with m as materialized (
+         select * from unnest($1::text[], $2::uuid[], $3::int[], $4::int[]) as m(project, id, run, attempt))
+       select m.project, m.id, m.run, m.attempt, false as held${extra} from m
+        where exists (select 1 from delivery_ledger l
+                       where l.project_ref = m.project and l.message_id = m.id and l.run = m.run and (l.attempt = m.attempt or l.final))
+       union all
+       select m.project, m.id, m.run, m.attempt, true${extra} from m
+        where exists (select 1 from held_messages h
+                       where h.project_ref = m.project and h.message_id = m.id and h.run = m.run and h.attempt = m.attempt)`;
 }
 
-/** $1–$5 of recordedSql: a record put back by the releaser (released) is not fresh. */
-export function recordedValues(msgs: readonly Pick<OutboxMessage, 'project' | 'id' | 'run' | 'attempt' | 'released'>[]): unknown[] {
-  return [msgs.map((m) => m.project), msgs.map((m) => m.id), msgs.map((m) => m.run), msgs.map((m) => m.attempt), msgs.map((m) => m.released === undefined)];
+/** $1–$4 of recordedSql. */
+export function recordedValues(msgs: readonly Pick<OutboxMessage, 'project' | 'id' | 'run' | 'attempt'>[]): unknown[] {
+  return [msgs.map((m) => m.project), msgs.map((m) => m.id), msgs.map((m) => m.run), msgs.map((m) => m.attempt)];
 }
 
 /**

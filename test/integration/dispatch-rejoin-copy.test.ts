@@ -31,9 +31,7 @@ describe('a record fetched again after a consumer restart, while its first copy 
   let kafka: Kafka;
   let admin: Admin;
   let producer: Producer;
-  let dispatcher: Worker | undefined;
-  let orderedDispatcher: Worker | undefined;
-  let fullDispatcher: Worker | undefined;
+  const dispatchers: Worker[] = [];
   const topic = uniqueName('rejoin_copy').replace(/_/g, '-');
   const groupId = `${topic}-group`;
   const orderedTopic = `${topic}-ordered`;
@@ -46,7 +44,6 @@ describe('a record fetched again after a consumer restart, while its first copy 
     [orderedGroupId, []],
     [fullGroupId, []],
   ]);
-  const restarts = restartsOf.get(groupId)!;
 
   beforeAll(async () => {
     svc = await startTestService({ roles: ['api'] });
@@ -70,9 +67,7 @@ describe('a record fetched again after a consumer restart, while its first copy 
   });
 
   afterAll(async () => {
-    await dispatcher?.stop();
-    await orderedDispatcher?.stop();
-    await fullDispatcher?.stop();
+    for (const d of dispatchers) await d.stop();
     await producer?.disconnect();
     await admin?.deleteTopics({ topics: [topic, orderedTopic, fullTopic] }).catch(() => {});
     await admin?.disconnect();
@@ -97,82 +92,112 @@ describe('a record fetched again after a consumer restart, while its first copy 
     headers: { id, kind: 'http', project: 'rejoincopy' },
   });
 
-  async function committed(group = groupId, t = topic): Promise<number> {
-    const [o] = await admin.fetchOffsets({ groupId: group, topics: [t] });
-    return Number(o.partitions[0].offset);
+  /** A promise a test resolves by hand. */
+  function gate() {
+    let open!: () => void;
+    const opened = new Promise<void>((r) => (open = r));
+    return { open, opened };
   }
 
-  it('makes the attempt once the copy it waited for is cut off, and commits past it', async () => {
-    const x = randomUUID();
-    const y = randomUUID();
-    let ledgerAway = false;
-    let releaseX!: () => void;
-    const xMayGo = new Promise<void>((r) => (releaseX = r));
-    let xWaiting!: () => void;
-    const xIsWaiting = new Promise<void>((r) => (xWaiting = r));
+  /**
+   * A dispatcher on its own topic and group, over a stand-in pipeline that notes each call
+   * (`calls`) and each send (`sent`). The first call for `waits.id` waits for its endpoint's window
+   * as endpoints/window.ts does: it gives its slot back, opens `waits.waiting`, and takes a slot
+   * again once `waits.mayGo` opens (cut off if it cannot). The first call for `holds.id` keeps its
+   * slot until `holds.mayGo`. `restart(r)` sends r with the fetch's ledger check failing, as while
+   * the control database is away, until kafkajs gives up on the batch and restarts the consumer.
+   */
+  async function stage(o: {
+    name: string;
+    topic: string;
+    groupId: string;
+    concurrency: number;
+    waits: { id: string; waiting: ReturnType<typeof gate>; mayGo: ReturnType<typeof gate> };
+    holds?: { id: string; holding: ReturnType<typeof gate>; mayGo: ReturnType<typeof gate> };
+    log?: AppContext['log'];
+  }) {
     const calls: string[] = [];
     const sent: string[] = [];
-
+    let ledgerAway = false;
     const pipeline = {
       async process(msg: OutboxMessage, _hint: unknown, slot?: DispatchSlot): Promise<ProcessResult> {
         calls.push(msg.id);
-        if (msg.id === x && calls.filter((c) => c === x).length === 1) {
-          // the first copy waits for its endpoint's window, its slot given back meanwhile
+        const first = calls.filter((c) => c === msg.id).length === 1;
+        if (first && msg.id === o.waits.id) {
           slot!.yield();
-          xWaiting();
-          await xMayGo;
+          o.waits.waiting.open();
+          await o.waits.mayGo.opened;
           if (!(await slot!.retake())) throw new DispatcherStoppingError();
+        }
+        if (first && msg.id === o.holds?.id) {
+          o.holds.holding.open();
+          await o.holds.mayGo.opened;
         }
         sent.push(msg.id);
         return 'recorded';
       },
     } as unknown as AttemptPipeline;
-
-    const ctx = { ...svc.ctx, kafka } as AppContext;
-    dispatcher = await startDispatchConsumer({
+    const ctx = { ...svc.ctx, kafka, ...(o.log ? { log: o.log } : {}) } as AppContext;
+    const worker = await startDispatchConsumer({
       ctx,
-      name: 'rejoin-copy',
-      groupId,
-      topics: [topic],
+      name: o.name,
+      groupId: o.groupId,
+      topics: [o.topic],
       pipeline,
-      concurrency: 4,
+      concurrency: o.concurrency,
       commitIntervalMs: 200,
       check: async (msgs) => {
         if (ledgerAway) throw new Error('the control database is away');
         return { recorded: await alreadyRecorded(ctx.db, msgs), heads: new Map() };
       },
     });
+    dispatchers.push(worker);
+    const restarted = restartsOf.get(o.groupId)!;
+    return {
+      ctx,
+      calls,
+      sent,
+      committed: async () => Number((await admin.fetchOffsets({ groupId: o.groupId, topics: [o.topic] }))[0].partitions[0].offset),
+      // (a restart of this group before this point, say on a coordinator error while joining, is not the one awaited)
+      async restart(r: ReturnType<typeof record>) {
+        const before = restarted.length;
+        ledgerAway = true;
+        await producer.send({ topic: o.topic, messages: [r] });
+        await eventually(async () => restarted.length > before, 60_000, 'kafkajs to restart the consumer');
+        ledgerAway = false;
+      },
+    };
+  }
+
+  it('makes the attempt once the copy it waited for is cut off, and commits past it', async () => {
+    const x = randomUUID();
+    const y = randomUUID();
+    const waits = { id: x, waiting: gate(), mayGo: gate() };
+    const d = await stage({ name: 'rejoin-copy', topic, groupId, concurrency: 4, waits });
 
     await producer.send({ topic, messages: [record(x)] });
-    await xIsWaiting;
+    await waits.waiting.opened;
     // x holds the commit point (its outcome is not recorded): the committed offset stays before it
-    expect(await committed()).toBeLessThanOrEqual(0);
-
-    // the next fetch's ledger check fails until kafkajs gives up on the batch and restarts the consumer
-    // (a restart of this group before this point, say on a coordinator error while joining, is not the one awaited)
-    const before = restarts.length;
-    ledgerAway = true;
-    await producer.send({ topic, messages: [record(y)] });
-    await eventually(async () => restarts.length > before, 60_000, 'kafkajs to restart the consumer');
-    ledgerAway = false;
+    expect(await d.committed()).toBeLessThanOrEqual(0);
 
     // the restarted consumer fetches from the committed offset: x again (attached to the copy that
     // waits), then y, which is sent
-    await eventually(async () => sent.includes(y), 60_000, 'y to be sent after the restart');
-    expect(sent).not.toContain(x);
-    expect(calls.filter((c) => c === x)).toHaveLength(1);
+    await d.restart(record(y));
+    await eventually(async () => d.sent.includes(y), 60_000, 'y to be sent after the restart');
+    expect(d.sent).not.toContain(x);
+    expect(d.calls.filter((c) => c === x)).toHaveLength(1);
 
     // Another project's message with x's id, already delivered: the copy reads the ledger again
     // before it sends, and that row must not pass for x's (the ledger is keyed by project).
-    await ctx.db.query(`insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final) values ('otherproject', $1, 1, 1, 'delivered', true)`, [x]);
+    await d.ctx.db.query(`insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final) values ('otherproject', $1, 1, 1, 'delivered', true)`, [x]);
     // the waiting copy belongs to the ended run: it cannot take a slot again and ends unsent
-    releaseX();
-    await eventually(async () => sent.includes(x), 30_000, 'x to be sent by the copy fetched after the restart');
-    await eventually(async () => (await committed()) === 2, 30_000, 'the commit point to pass x and y');
-    expect(sent.filter((s) => s === x)).toHaveLength(1);
+    waits.mayGo.open();
+    await eventually(async () => d.sent.includes(x), 30_000, 'x to be sent by the copy fetched after the restart');
+    await eventually(async () => (await d.committed()) === 2, 30_000, 'the commit point to pass x and y');
+    expect(d.sent.filter((s) => s === x)).toHaveLength(1);
     // sent by the copy's own attempt, not by the first copy going on
-    expect(calls.filter((c) => c === x)).toHaveLength(2);
-    expect(sent.filter((s) => s === y)).toHaveLength(1);
+    expect(d.calls.filter((c) => c === x)).toHaveLength(2);
+    expect(d.sent.filter((s) => s === y)).toHaveLength(1);
   }, 180_000);
 
   // An ordered record is different: its key's next message must not go before it, and a copy made
@@ -184,66 +209,27 @@ describe('a record fetched again after a consumer restart, while its first copy 
     const key = `key:${randomUUID()}`;
     const x = randomUUID();
     const y = randomUUID();
-    let ledgerAway = false;
-    let releaseX!: () => void;
-    const xMayGo = new Promise<void>((r) => (releaseX = r));
-    let xWaiting!: () => void;
-    const xIsWaiting = new Promise<void>((r) => (xWaiting = r));
-    const calls: string[] = [];
-    const sent: string[] = [];
-    const restarted = restartsOf.get(orderedGroupId)!;
-
-    const pipeline = {
-      async process(msg: OutboxMessage, _hint: unknown, slot?: DispatchSlot): Promise<ProcessResult> {
-        calls.push(msg.id);
-        if (msg.id === x && calls.filter((c) => c === x).length === 1) {
-          slot!.yield();
-          xWaiting();
-          await xMayGo;
-          if (!(await slot!.retake())) throw new DispatcherStoppingError();
-        }
-        sent.push(msg.id);
-        return 'recorded';
-      },
-    } as unknown as AttemptPipeline;
-
-    const ctx = { ...svc.ctx, kafka } as AppContext;
-    orderedDispatcher = await startDispatchConsumer({
-      ctx,
-      name: 'rejoin-copy-ordered',
-      groupId: orderedGroupId,
-      topics: [orderedTopic],
-      pipeline,
-      concurrency: 4,
-      commitIntervalMs: 200,
-      check: async (msgs) => {
-        if (ledgerAway) throw new Error('the control database is away');
-        return { recorded: await alreadyRecorded(ctx.db, msgs), heads: new Map() };
-      },
-    });
+    const waits = { id: x, waiting: gate(), mayGo: gate() };
+    const d = await stage({ name: 'rejoin-copy-ordered', topic: orderedTopic, groupId: orderedGroupId, concurrency: 4, waits });
 
     await producer.send({ topic: orderedTopic, messages: [record(x, { key, seq: 1 })] });
-    await xIsWaiting;
-    expect(await committed(orderedGroupId, orderedTopic)).toBeLessThanOrEqual(0);
+    await waits.waiting.opened;
+    expect(await d.committed()).toBeLessThanOrEqual(0);
 
-    const before = restarted.length;
-    ledgerAway = true;
-    await producer.send({ topic: orderedTopic, messages: [record(y, { key, seq: 2 })] });
-    await eventually(async () => restarted.length > before, 60_000, 'kafkajs to restart the consumer');
-    ledgerAway = false;
+    await d.restart(record(y, { key, seq: 2 }));
 
     // The restarted consumer fetches x again (attached to the first copy) and y, which waits
     // behind x in the key's lane: nothing is sent while x waits for its window.
-    await eventually(async () => (await ctx.db.query(`select 1 from dispatch_leases where group_id = $1`, [orderedGroupId])).rowCount === 1, 30_000, 'the lease to be taken');
+    await eventually(async () => (await d.ctx.db.query(`select 1 from dispatch_leases where group_id = $1`, [orderedGroupId])).rowCount === 1, 30_000, 'the lease to be taken');
     await new Promise((r) => setTimeout(r, 1500));
-    expect(sent).toEqual([]);
+    expect(d.sent).toEqual([]);
 
-    releaseX();
-    await eventually(async () => sent.length === 2, 30_000, 'x, then y, to be sent');
-    expect(sent).toEqual([x, y]);
+    waits.mayGo.open();
+    await eventually(async () => d.sent.length === 2, 30_000, 'x, then y, to be sent');
+    expect(d.sent).toEqual([x, y]);
     // x by its first copy, once: the copy fetched after the restart waited for it
-    expect(calls.filter((c) => c === x)).toHaveLength(1);
-    await eventually(async () => (await committed(orderedGroupId, orderedTopic)) === 2, 30_000, 'the commit point to pass x and y');
+    expect(d.calls.filter((c) => c === x)).toHaveLength(1);
+    await eventually(async () => (await d.committed()) === 2, 30_000, 'the commit point to pass x and y');
   }, 180_000);
 
   // The copy's own attempt waits for a dispatcher slot like any other. If kafkajs restarts the
@@ -255,88 +241,38 @@ describe('a record fetched again after a consumer restart, while its first copy 
     // records that only make a fetch fail (their outcome is recorded, so they take no slot)
     const y1 = randomUUID();
     const y2 = randomUUID();
-    let ledgerAway = false;
-    let releaseX!: () => void;
-    const xMayGo = new Promise<void>((r) => (releaseX = r));
-    let xWaiting!: () => void;
-    const xIsWaiting = new Promise<void>((r) => (xWaiting = r));
-    let releaseB!: () => void;
-    const bMayGo = new Promise<void>((r) => (releaseB = r));
-    let bHolding!: () => void;
-    const bHoldsTheSlot = new Promise<void>((r) => (bHolding = r));
-    const calls: string[] = [];
-    const sent: string[] = [];
     const lines: string[] = [];
-    const restarted = restartsOf.get(fullGroupId)!;
-
-    const pipeline = {
-      async process(msg: OutboxMessage, _hint: unknown, slot?: DispatchSlot): Promise<ProcessResult> {
-        calls.push(msg.id);
-        const nth = calls.filter((c) => c === msg.id).length;
-        if (msg.id === x && nth === 1) {
-          slot!.yield();
-          xWaiting();
-          await xMayGo;
-          if (!(await slot!.retake())) throw new DispatcherStoppingError();
-        }
-        if (msg.id === b && nth === 1) {
-          // the one slot there is stays taken
-          bHolding();
-          await bMayGo;
-        }
-        sent.push(msg.id);
-        return 'recorded';
-      },
-    } as unknown as AttemptPipeline;
-
     const log = pino({ level: 'debug' }, new Writable({ write: (chunk, _e, cb) => (lines.push(String(chunk)), cb()) }));
-    const ctx = { ...svc.ctx, kafka, log } as AppContext;
+    const waits = { id: x, waiting: gate(), mayGo: gate() };
+    // the one slot there is stays taken by b
+    const holds = { id: b, holding: gate(), mayGo: gate() };
+    const d = await stage({ name: 'rejoin-copy-full', topic: fullTopic, groupId: fullGroupId, concurrency: 1, waits, holds, log });
     for (const y of [y1, y2]) {
-      await ctx.db.query(`insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final) values ('rejoincopy', $1, 1, 1, 'delivered', true)`, [y]);
+      await d.ctx.db.query(`insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final) values ('rejoincopy', $1, 1, 1, 'delivered', true)`, [y]);
     }
-    fullDispatcher = await startDispatchConsumer({
-      ctx,
-      name: 'rejoin-copy-full',
-      groupId: fullGroupId,
-      topics: [fullTopic],
-      pipeline,
-      concurrency: 1,
-      commitIntervalMs: 200,
-      check: async (msgs) => {
-        if (ledgerAway) throw new Error('the control database is away');
-        return { recorded: await alreadyRecorded(ctx.db, msgs), heads: new Map() };
-      },
-    });
-    const restart = async (y: string) => {
-      const before = restarted.length;
-      ledgerAway = true;
-      await producer.send({ topic: fullTopic, messages: [record(y)] });
-      await eventually(async () => restarted.length > before, 60_000, 'kafkajs to restart the consumer');
-      ledgerAway = false;
-    };
 
     await producer.send({ topic: fullTopic, messages: [record(x)] });
-    await xIsWaiting;
+    await waits.waiting.opened;
     await producer.send({ topic: fullTopic, messages: [record(b)] });
-    await bHoldsTheSlot;
+    await holds.holding.opened;
 
     // run 2 fetches x and b again (both attach to their first copies); x's first copy is cut off,
     // and its copy makes the attempt: it waits for the slot b holds
-    await restart(y1);
+    await d.restart(record(y1));
     // run 2 has been through x and b (attached) once it skips y1, which comes after them
     await eventually(async () => lines.some((l) => l.includes(y1) && l.includes('outcome already recorded')), 30_000, 'run 2 to fetch x, b and y1');
-    releaseX();
+    waits.mayGo.open();
     await eventually(async () => lines.some((l) => l.includes(x) && l.includes('attempting it again here')), 30_000, "x's copy to begin its attempt");
 
     // run 3: the copy of run 2 no longer owns x; run 3 fetches x again and waits for the slot too
-    await restart(y2);
+    await d.restart(record(y2));
     // the wait for a slot looks at its cancellation about every second
     await new Promise((r) => setTimeout(r, 2500));
-    releaseB();
-    await eventually(async () => sent.includes(x) && sent.includes(b), 30_000, 'b, then x, to be sent');
-    await eventually(async () => (await committed(fullGroupId, fullTopic)) === 4, 30_000, 'the commit point to pass x, b, y1 and y2');
-    expect(sent.filter((s) => s === x)).toHaveLength(1);
+    holds.mayGo.open();
+    await eventually(async () => d.sent.includes(x) && d.sent.includes(b), 30_000, 'b, then x, to be sent');
+    await eventually(async () => (await d.committed()) === 4, 30_000, 'the commit point to pass x, b, y1 and y2');
+    expect(d.sent.filter((s) => s === x)).toHaveLength(1);
     // the first copy's cut-off call and run 3's: run 2's copy never got its slot
-    expect(calls.filter((c) => c === x)).toHaveLength(2);
+    expect(d.calls.filter((c) => c === x)).toHaveLength(2);
   }, 240_000);
 });

@@ -80,14 +80,14 @@ export class OrderingStore {
    */
   async check(msgs: readonly OutboxMessage[], ordered: readonly OrderedMessage[]): Promise<FetchCheck> {
     if (ordered.length === 0) return { recorded: await alreadyRecorded(this.ctx.db, msgs), heads: new Map() };
-    const r = await this.ctx.db.query<{ project: string; id: string; run: number; attempt: number; held_only: boolean; ordering_key: string | null }>({
+    const r = await this.ctx.db.query<{ project: string; id: string; run: number; attempt: number; held: boolean; ordering_key: string | null }>({
       name: 'ledger-check-heads',
       // a row with an ordering key is a head (its id is the head's message), one without it a recorded attempt
       text: `${recordedSql(', null::text as ordering_key')}
              union all
              select h.project_ref, h.message_id, null, null, null, h.ordering_key
                from ordering_heads h
-               join unnest($6::text[], $7::text[]) as k(project_ref, ordering_key) using (project_ref, ordering_key)`,
+               join unnest($5::text[], $6::text[]) as k(project_ref, ordering_key) using (project_ref, ordering_key)`,
       values: [...recordedValues(msgs), ordered.map((m) => m.project), ordered.map((m) => m.orderingKey)],
     });
     const out: FetchCheck = { recorded: new Set(), heads: new Map() };
