@@ -5,6 +5,8 @@
 //   from being sent again. A record can only be read again while its topic keeps it: the outbox and
 //   retry topics keep 7 days (src/kafka/client.ts), so rows older than LEDGER_RETENTION (at least
 //   8 days, config.ts) can no longer match anything.
+// - held_releases rows (a hold put back by the releaser, migration 112) stop the held record, read
+//   again after a crash, from being sent beside its released copy: the same reason, the same age.
 // - delivery_callbacks rows that are finished (ok or failed) are kept as long, for the same replay
 //   reason (a replayed final event must find its row and not call again), then deleted; the
 //   callbacks consumer ignores final events older than LEDGER_RETENTION for the same reason.
@@ -22,6 +24,8 @@ const LOCK_KEY = 0x6c656467; // "ledg"
 
 export interface HousekeepingResult {
   ledger: number;
+  /** held_releases rows */
+  releases: number;
   callbacks: number;
   /** false when another process holds the lock (it is doing the work) */
   ran: boolean;
@@ -31,11 +35,14 @@ export async function housekeep(ctx: AppContext, retentionMs = ctx.cfg.LEDGER_RE
   const client = await ctx.db.connect();
   try {
     const lock = await client.query('select pg_try_advisory_lock($1) as ok', [LOCK_KEY]);
-    if (!lock.rows[0].ok) return { ledger: 0, callbacks: 0, ran: false };
+    if (!lock.rows[0].ok) return { ledger: 0, releases: 0, callbacks: 0, ran: false };
     try {
       const cutoff = new Date(Date.now() - retentionMs);
       const ledger = await sliced(
         () => client.query('delete from delivery_ledger where ctid = any(array(select ctid from delivery_ledger where recorded_at < $1 limit $2))', [cutoff, SLICE]),
+      );
+      const releases = await sliced(
+        () => client.query('delete from held_releases where ctid = any(array(select ctid from held_releases where released_at < $1 limit $2))', [cutoff, SLICE]),
       );
       const callbacks = await sliced(() =>
         client.query(
@@ -44,7 +51,7 @@ export async function housekeep(ctx: AppContext, retentionMs = ctx.cfg.LEDGER_RE
           [cutoff, SLICE],
         ),
       );
-      return { ledger, callbacks, ran: true };
+      return { ledger, releases, callbacks, ran: true };
     } finally {
       await client.query('select pg_advisory_unlock($1)', [LOCK_KEY]);
     }
@@ -70,7 +77,7 @@ export function startHousekeeping(ctx: AppContext): Worker {
     if (running) return;
     running = housekeep(ctx)
       .then((r) => {
-        if (r.ledger > 0 || r.callbacks > 0) log.info(r, 'deleted ledger and callback rows past LEDGER_RETENTION');
+        if (r.ledger > 0 || r.releases > 0 || r.callbacks > 0) log.info(r, 'deleted ledger, release and callback rows past LEDGER_RETENTION');
       })
       .catch((err) => log.warn({ err }, 'housekeeping failed; it runs again at the next interval'))
       .finally(() => {

@@ -4,8 +4,8 @@
 // owner, which read it again and sent it while the releaser also put it back: two requests and two
 // final outcomes for one run (the crash test: 8 of 10,240 after the kill of a dispatcher whose
 // endpoint window had overflowed into holds). The hold is the message's live copy: a record read
-// again while its hold exists is finished without an attempt; the copy the releaser puts back is
-// attempted.
+// again while its hold exists, or after the releaser has put it back (held_releases), is finished
+// without an attempt; the copy the releaser puts back is attempted.
 //
 // Real Kafka, a real consumer group, the control database's held_messages and ledger; the attempt
 // pipeline is stood in for (it notes what it was asked to attempt).
@@ -68,6 +68,10 @@ describe('a record read again while its hold waits for the releaser', () => {
       );
     await hold(p.ref, held);
     await hold(other.ref, twin);
+    // a hold the releaser has already put back (held_releases, written with the hold's delete): its
+    // record read again is done with too, or it would be sent beside the released copy
+    const released = randomUUID();
+    await svc.ctx.db.query(`insert into held_releases (project_ref, message_id, run, attempt) values ($1, $2, 1, 1)`, [p.ref, released]);
 
     const calls: string[] = [];
     const pipeline = {
@@ -93,11 +97,13 @@ describe('a record read again while its hold waits for the releaser', () => {
         record(p.ref, plain),
         record(p.ref, twin), // held in the other project only
         record(p.ref, held, 'paced'), // what the releaser puts back
+        record(p.ref, released), // read again after its hold was put back
+        record(p.ref, released, 'paced'), // the copy put back
       ],
     });
 
     const committed = async () => Number((await admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions[0].offset);
-    await eventually(async () => (await committed()) === 4, 60_000, 'the commit point to pass all four records');
-    expect(calls.sort()).toEqual([`${p.ref}:${held}:paced`, `${p.ref}:${plain}:fresh`, `${p.ref}:${twin}:fresh`].sort());
+    await eventually(async () => (await committed()) === 6, 60_000, 'the commit point to pass all six records');
+    expect(calls.sort()).toEqual([`${p.ref}:${held}:paced`, `${p.ref}:${plain}:fresh`, `${p.ref}:${twin}:fresh`, `${p.ref}:${released}:paced`].sort());
   }, 120_000);
 });

@@ -123,6 +123,12 @@ describe('endpoint protection: circuit breaker and rate limit', () => {
     const first = all.reduce((m, d) => (d.attempts > m.attempts ? d : m));
     const extra = all.filter((d) => d !== first).reduce((n, d) => n + d.attempts - 1, 0);
     expect(extra).toBeLessThanOrEqual(failedProbes);
+    // each hold put back is marked in the same transaction (held_releases): a copy of its record
+    // read again later is done with, not sent beside the released one (dispatch-held-refetch.test.ts)
+    const marked = (
+      await svc.ctx.db.query('select message_id from held_releases where project_ref = $1 and message_id = any($2::uuid[])', [project.ref, all.map((d) => d.id)])
+    ).rows;
+    expect(marked.length).toBeGreaterThanOrEqual(10);
 
     expect((await auditOf('endpoint.circuit_open')).some((e: any) => e.resource_id === hook.id)).toBe(true);
     const metrics = await registry.getSingleMetricAsString('integrations_endpoint_circuit_transitions_total');

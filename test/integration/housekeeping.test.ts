@@ -1,4 +1,4 @@
-// Housekeeping deletes ledger rows and finished callback rows past LEDGER_RETENTION, keeps recent
+// Housekeeping deletes ledger rows, marks of released holds and finished callback rows past LEDGER_RETENTION, keeps recent
 // ones and unfinished callbacks, and only one process runs it at a time.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -50,9 +50,22 @@ describe('housekeeping', () => {
     const oldFailed = await callbackRow(9, 'failed');
     const oldPending = await callbackRow(9, 'pending');
     const freshDone = await callbackRow(1, 'ok');
+    // the marks of holds put back (held_releases) age like the ledger
+    const { ref } = await svc.project();
+    const release = async (ageDays: number) => {
+      const id = randomUUID();
+      await svc.ctx.db.query(
+        `insert into held_releases (project_ref, message_id, run, attempt, released_at) values ($1, $2, 1, 1, now() - make_interval(secs => $3))`,
+        [ref, id, (ageDays * DAY) / 1000],
+      );
+      return id;
+    };
+    await release(9);
+    const freshRelease = await release(1);
 
     const r = await housekeep(svc.ctx, 8 * DAY);
-    expect(r).toEqual({ ran: true, ledger: 12001, callbacks: 2 });
+    expect(r).toEqual({ ran: true, ledger: 12001, releases: 1, callbacks: 2 });
+    expect((await svc.ctx.db.query('select message_id from held_releases where project_ref = $1', [ref])).rows).toEqual([{ message_id: freshRelease }]);
     const ledger = (await svc.ctx.db.query('select message_id from delivery_ledger')).rows.map((x) => x.message_id).sort();
     expect(ledger).toEqual([fresh, borderline, shared].sort());
     expect((await svc.ctx.db.query('select project_ref from delivery_ledger where message_id = $1', [shared])).rows).toEqual([{ project_ref: 'q' }]);
@@ -91,7 +104,7 @@ describe('housekeeping', () => {
     const other = await svc.ctx.db.connect();
     try {
       await other.query('select pg_advisory_lock($1)', [0x6c656467]);
-      expect(await housekeep(svc.ctx, 8 * DAY)).toEqual({ ran: false, ledger: 0, callbacks: 0 });
+      expect(await housekeep(svc.ctx, 8 * DAY)).toEqual({ ran: false, ledger: 0, releases: 0, callbacks: 0 });
       expect((await svc.ctx.db.query('select 1 from delivery_ledger where message_id = $1', [old])).rowCount).toBe(1);
     } finally {
       await other.query('select pg_advisory_unlock($1)', [0x6c656467]);

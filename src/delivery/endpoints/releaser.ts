@@ -264,9 +264,18 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
       const n = await withTransaction(ctx.db, async (c) => {
         const rows: HeldRow[] = (
           await c.query(
-            `delete from held_messages where id in (
-               select id from held_messages where project_ref = $1 and endpoint = $2 order by id limit $3 for update skip locked)
-             returning id, message_id, reason, headers, value, (extract(epoch from clock_timestamp() - held_at) * 1000)::bigint as held_ms`,
+            // the release is marked in the same transaction (held_releases, migration 112): a copy of
+            // the held record read again after this commit is done with, as while the hold existed
+            `with put as (
+               delete from held_messages where id in (
+                 select id from held_messages where project_ref = $1 and endpoint = $2 order by id limit $3 for update skip locked)
+               returning id, project_ref, message_id, run, attempt, reason, headers, value, held_at
+             ), marked as (
+               insert into held_releases (project_ref, message_id, run, attempt)
+               select distinct project_ref, message_id, run, attempt from put
+               on conflict (project_ref, message_id, run, attempt) do nothing
+             )
+             select id, message_id, reason, headers, value, (extract(epoch from clock_timestamp() - held_at) * 1000)::bigint as held_ms from put`,
             [e.project, e.key, Math.min(BATCH, limit - total)],
           )
         ).rows;
