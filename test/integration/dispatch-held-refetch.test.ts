@@ -47,11 +47,38 @@ describe('a record read again while its hold waits for the releaser', () => {
     await svc?.stop();
   });
 
-  const record = (project: string, id: string, released?: string) => ({
-    key: id,
-    value: JSON.stringify({ id, kind: 'http', created_at: new Date().toISOString(), method: 'POST', url: 'https://example.com/hook', headers: {}, body: {}, callback_function: null, timeout_ms: null }),
+  // ordering: an ordered message's key and place in it (base.http_request's ordering_key)
+  const record = (project: string, id: string, released?: string, ordering?: { key: string; seq: number }) => ({
+    key: ordering?.key ?? id,
+    value: JSON.stringify({
+      id,
+      kind: 'http',
+      created_at: new Date().toISOString(),
+      method: 'POST',
+      url: 'https://example.com/hook',
+      headers: {},
+      body: {},
+      callback_function: null,
+      timeout_ms: null,
+      ...(ordering ? { ordering_key: ordering.key, seq: ordering.seq } : {}),
+    }),
     headers: { id, kind: 'http', project, ...(released ? { released } : {}) },
   });
+  const hold = (project: string, id: string) =>
+    svc.ctx.db.query(
+      `insert into held_messages (project_ref, endpoint, message_id, run, attempt, reason, headers, value)
+       values ($1, 'webhook:test', $2, 1, 1, 'concurrency', '{}'::jsonb, '\\x7b7d'::bytea)`,
+      [project, id],
+    );
+  /** A pipeline that notes what it was asked to attempt, as project:id:released. */
+  const notingPipeline = (calls: string[]) =>
+    ({
+      async process(msg: OutboxMessage): Promise<ProcessResult> {
+        calls.push(`${msg.project}:${msg.id}:${msg.released ?? 'fresh'}`);
+        return 'recorded';
+      },
+    }) as unknown as AttemptPipeline;
+  const committedOf = async (group: string, t: string) => Number((await admin.fetchOffsets({ groupId: group, topics: [t] }))[0].partitions[0].offset);
 
   it('finishes it without an attempt, attempts the copy put back, and keeps holds to their project', async () => {
     const p = await svc.project();
@@ -60,12 +87,6 @@ describe('a record read again while its hold waits for the releaser', () => {
     const plain = randomUUID();
     // another project's message with the same id as a held one: another message, attempted
     const twin = randomUUID();
-    const hold = (project: string, id: string) =>
-      svc.ctx.db.query(
-        `insert into held_messages (project_ref, endpoint, message_id, run, attempt, reason, headers, value)
-         values ($1, 'webhook:test', $2, 1, 1, 'concurrency', '{}'::jsonb, '\\x7b7d'::bytea)`,
-        [project, id],
-      );
     await hold(p.ref, held);
     await hold(other.ref, twin);
     // a hold the releaser has already put back (held_releases, written with the hold's delete): its
@@ -74,18 +95,12 @@ describe('a record read again while its hold waits for the releaser', () => {
     await svc.ctx.db.query(`insert into held_releases (project_ref, message_id, run, attempt) values ($1, $2, 1, 1)`, [p.ref, released]);
 
     const calls: string[] = [];
-    const pipeline = {
-      async process(msg: OutboxMessage): Promise<ProcessResult> {
-        calls.push(`${msg.project}:${msg.id}:${msg.released ?? 'fresh'}`);
-        return 'recorded';
-      },
-    } as unknown as AttemptPipeline;
     dispatcher = await startDispatchConsumer({
       ctx: { ...svc.ctx, kafka } as AppContext,
       name: 'held-refetch',
       groupId,
       topics: [topic],
-      pipeline,
+      pipeline: notingPipeline(calls),
       concurrency: 4,
       commitIntervalMs: 200,
     });
@@ -102,8 +117,66 @@ describe('a record read again while its hold waits for the releaser', () => {
       ],
     });
 
-    const committed = async () => Number((await admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions[0].offset);
-    await eventually(async () => (await committed()) === 6, 60_000, 'the commit point to pass all six records');
+    await eventually(async () => (await committedOf(groupId, topic)) === 6, 60_000, 'the commit point to pass all six records');
     expect(calls.sort()).toEqual([`${p.ref}:${held}:paced`, `${p.ref}:${plain}:fresh`, `${p.ref}:${twin}:fresh`, `${p.ref}:${released}:paced`].sort());
+  }, 120_000);
+
+  // An ordered record whose partition's lease another process held when it was fetched reads the
+  // ledger again once the lease is taken over (the previous holder may have recorded it meanwhile).
+  // Finding its hold there, it is done with, and not as an attempt made: the attempt key of a made
+  // attempt stands for every copy of it (`recent`), and the copy the releaser puts back, with the
+  // same key, would then be skipped: the message lost.
+  it('finishes an ordered record whose hold appears while it waits for its lease, and attempts the copy put back', async () => {
+    const p = await svc.project();
+    const x = randomUUID();
+    const ordering = { key: `key:${x}`, seq: 1 };
+    const t = uniqueName('held_recheck').replace(/_/g, '-');
+    const group = `${t}-group`;
+    await createTopicReady(admin, t, 1);
+    // another process holds the partition's lease for a few seconds: the record waits for it
+    await svc.ctx.db.query(
+      `insert into dispatch_leases (group_id, topic, partition, owner, until) values ($1, $2, 0, 'another-process', now() + interval '5 seconds')`,
+      [group, t],
+    );
+    // the fetch's ledger check, observed: the hold is written only after it has read nothing
+    let firstCheck!: () => void;
+    const checked = new Promise<void>((r) => (firstCheck = r));
+    const db = new Proxy(svc.ctx.db, {
+      get(target, prop) {
+        if (prop === 'query')
+          return async (...args: Parameters<typeof target.query>) => {
+            const r = await (target.query as (...a: unknown[]) => Promise<unknown>)(...args);
+            if ((args[0] as { name?: string })?.name === 'ledger-check') firstCheck();
+            return r;
+          };
+        const v = Reflect.get(target, prop);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const calls: string[] = [];
+    const d = await startDispatchConsumer({
+      ctx: { ...svc.ctx, kafka, db } as AppContext,
+      name: 'held-recheck',
+      groupId: group,
+      topics: [t],
+      pipeline: notingPipeline(calls),
+      concurrency: 4,
+      commitIntervalMs: 200,
+    });
+    try {
+      await producer.send({ topic: t, messages: [record(p.ref, x, undefined, ordering)] });
+      await checked;
+      // held meanwhile, by the process that had the lease
+      await hold(p.ref, x);
+      await eventually(async () => (await committedOf(group, t)) === 1, 60_000, 'the record to be finished once the lease is taken over');
+      expect(calls).toEqual([]);
+      // the releaser puts the hold back
+      await producer.send({ topic: t, messages: [record(p.ref, x, 'paced', ordering)] });
+      await eventually(async () => (await committedOf(group, t)) === 2, 60_000, 'the released copy to be finished');
+      expect(calls).toEqual([`${p.ref}:${x}:paced`]);
+    } finally {
+      await d.stop();
+      await admin.deleteTopics({ topics: [t] }).catch(() => {});
+    }
   }, 120_000);
 });
