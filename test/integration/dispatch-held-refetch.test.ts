@@ -18,6 +18,7 @@ import type { AttemptPipeline, ProcessResult } from '../../src/delivery/attempt/
 import type { OutboxMessage } from '../../src/delivery/message.js';
 import type { Worker } from '../../src/delivery/worker.js';
 import { createTopicReady, eventually, stack, uniqueName } from '../helpers/env.js';
+import { outboxRecord } from '../helpers/outbox-records.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 describe('a record read again while its hold waits for the releaser', () => {
@@ -47,23 +48,7 @@ describe('a record read again while its hold waits for the releaser', () => {
     await svc?.stop();
   });
 
-  // ordering: an ordered message's key and place in it (base.http_request's ordering_key)
-  const record = (project: string, id: string, released?: string, ordering?: { key: string; seq: number }) => ({
-    key: ordering?.key ?? id,
-    value: JSON.stringify({
-      id,
-      kind: 'http',
-      created_at: new Date().toISOString(),
-      method: 'POST',
-      url: 'https://example.com/hook',
-      headers: {},
-      body: {},
-      callback_function: null,
-      timeout_ms: null,
-      ...(ordering ? { ordering_key: ordering.key, seq: ordering.seq } : {}),
-    }),
-    headers: { id, kind: 'http', project, ...(released ? { released } : {}) },
-  });
+  const record = (project: string, id: string, released?: string, ordering?: { key: string; seq: number }) => outboxRecord(id, { project, released, ordering });
   const hold = (project: string, id: string) =>
     svc.ctx.db.query(
       `insert into held_messages (project_ref, endpoint, message_id, run, attempt, reason, headers, value)
@@ -80,7 +65,7 @@ describe('a record read again while its hold waits for the releaser', () => {
     }) as unknown as AttemptPipeline;
   const committedOf = async (group: string, t: string) => Number((await admin.fetchOffsets({ groupId: group, topics: [t] }))[0].partitions[0].offset);
 
-  it('finishes it without an attempt, attempts the copy put back, and keeps holds to their project', async () => {
+  it('finishes it without an attempt, attempts the copy put back, and keeps holds and releases to their project', async () => {
     const p = await svc.project();
     const other = await svc.project();
     const held = randomUUID();
@@ -93,6 +78,9 @@ describe('a record read again while its hold waits for the releaser', () => {
     // record read again is done with too, or it would be sent beside the released copy
     const released = randomUUID();
     await svc.ctx.db.query(`insert into held_releases (project_ref, message_id, run, attempt) values ($1, $2, 1, 1)`, [p.ref, released]);
+    // a release in another project of a message with the same id: another message's, attempted here
+    const releasedTwin = randomUUID();
+    await svc.ctx.db.query(`insert into held_releases (project_ref, message_id, run, attempt) values ($1, $2, 1, 1)`, [other.ref, releasedTwin]);
 
     const calls: string[] = [];
     dispatcher = await startDispatchConsumer({
@@ -114,11 +102,14 @@ describe('a record read again while its hold waits for the releaser', () => {
         record(p.ref, held, 'paced'), // what the releaser puts back
         record(p.ref, released), // read again after its hold was put back
         record(p.ref, released, 'paced'), // the copy put back
+        record(p.ref, releasedTwin), // released in the other project only
       ],
     });
 
-    await eventually(async () => (await committedOf(groupId, topic)) === 6, 60_000, 'the commit point to pass all six records');
-    expect(calls.sort()).toEqual([`${p.ref}:${held}:paced`, `${p.ref}:${plain}:fresh`, `${p.ref}:${twin}:fresh`, `${p.ref}:${released}:paced`].sort());
+    await eventually(async () => (await committedOf(groupId, topic)) === 7, 60_000, 'the commit point to pass all seven records');
+    expect(calls.sort()).toEqual(
+      [`${p.ref}:${held}:paced`, `${p.ref}:${plain}:fresh`, `${p.ref}:${twin}:fresh`, `${p.ref}:${released}:paced`, `${p.ref}:${releasedTwin}:fresh`].sort(),
+    );
   }, 120_000);
 
   // An ordered record whose partition's lease another process held when it was fetched reads the

@@ -21,14 +21,8 @@ import { DispatcherStoppingError, type DispatchSlot } from '../../src/delivery/e
 import type { OutboxMessage } from '../../src/delivery/message.js';
 import type { Worker } from '../../src/delivery/worker.js';
 import { createTopicReady, eventually, stack, uniqueName } from '../helpers/env.js';
+import { gate, outboxRecord } from '../helpers/outbox-records.js';
 import { startTestService, type TestService } from '../helpers/service.js';
-
-/** A promise a test resolves by hand. */
-function gate() {
-  let open!: () => void;
-  const opened = new Promise<void>((r) => (open = r));
-  return { open, opened };
-}
 
 describe('an ordered attempt waiting for a slot when its partition goes to another dispatcher', () => {
   let svc: TestService;
@@ -91,24 +85,7 @@ describe('an ordered attempt waiting for a slot when its partition goes to anoth
     await svc?.stop();
   });
 
-  // ordering: an ordered message's key and place in it (base.http_request's ordering_key)
-  const record = (id: string, partition: number, ordering?: { key: string; seq: number }) => ({
-    partition,
-    key: ordering?.key ?? id,
-    value: JSON.stringify({
-      id,
-      kind: 'http',
-      created_at: new Date().toISOString(),
-      method: 'POST',
-      url: 'https://example.com/hook',
-      headers: {},
-      body: {},
-      callback_function: null,
-      timeout_ms: null,
-      ...(ordering ? { ordering_key: ordering.key, seq: ordering.seq } : {}),
-    }),
-    headers: { id, kind: 'http', project: 'reassigncutoff' },
-  });
+  const record = (id: string, partition: number, ordering?: { key: string; seq: number }) => outboxRecord(id, { project: 'reassigncutoff', partition, ordering });
 
   it('is cut off, and the partition’s new owner sends it while the first dispatcher’s slot stays taken', async () => {
     const x = randomUUID();

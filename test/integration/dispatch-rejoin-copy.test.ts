@@ -24,6 +24,7 @@ import { alreadyRecorded } from '../../src/delivery/ledger.js';
 import type { OutboxMessage } from '../../src/delivery/message.js';
 import type { Worker } from '../../src/delivery/worker.js';
 import { createTopicReady, eventually, stack, uniqueName } from '../helpers/env.js';
+import { gate, outboxRecord } from '../helpers/outbox-records.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 describe('a record fetched again after a consumer restart, while its first copy waits for its window', () => {
@@ -74,30 +75,8 @@ describe('a record fetched again after a consumer restart, while its first copy 
     await svc?.stop();
   });
 
-  // ordering: an ordered message's key and place in it (base.http_request's ordering_key), as Debezium keys it
-  const record = (id: string, ordering?: { key: string; seq: number }) => ({
-    key: ordering?.key ?? id,
-    value: JSON.stringify({
-      id,
-      kind: 'http',
-      created_at: new Date().toISOString(),
-      method: 'POST',
-      url: 'https://example.com/hook',
-      headers: {},
-      body: {},
-      callback_function: null,
-      timeout_ms: null,
-      ...(ordering ? { ordering_key: ordering.key, seq: ordering.seq } : {}),
-    }),
-    headers: { id, kind: 'http', project: 'rejoincopy' },
-  });
+  const record = (id: string, ordering?: { key: string; seq: number }) => outboxRecord(id, { project: 'rejoincopy', ordering });
 
-  /** A promise a test resolves by hand. */
-  function gate() {
-    let open!: () => void;
-    const opened = new Promise<void>((r) => (open = r));
-    return { open, opened };
-  }
 
   /**
    * A dispatcher on its own topic and group, over a stand-in pipeline that notes each call
