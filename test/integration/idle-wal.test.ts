@@ -29,8 +29,12 @@ describe('idle capture: WAL held by an idle slot', () => {
     await f?.stop();
   });
 
+  // Read from the admin database (slots and the WAL position are the cluster's): a connection of
+  // the test's own to the project's database, opened while the supervisor judges whether the
+  // counters prove the database unwritten, is a backend not yet settled, and makes it peek (the
+  // first test below then saw a peek on its second advance, CI 2026-11-28).
   const retained = async () =>
-    Number((await sql(f.project.databaseUrl, 'select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as r from pg_replication_slots where slot_name = $1', [slotName(f.project.ref, f.svc.cfg.TOPIC_PREFIX)])).rows[0].r);
+    Number((await sql(stack().adminDatabaseUrl, 'select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as r from pg_replication_slots where slot_name = $1', [slotName(f.project.ref, f.svc.cfg.TOPIC_PREFIX)])).rows[0].r);
 
   const writes = async () =>
     Number((await sql(f.project.databaseUrl, `select (tup_inserted + tup_updated + tup_deleted)::float8 as w from pg_stat_database where datname = current_database()`)).rows[0].w);
