@@ -63,35 +63,33 @@ function childrenOf(parent: number): number[] {
 /** Label → words that must all appear in a child's command line (Postgres shows role and database there). */
 export type Groups = Record<string, string[]>;
 
-/** The Postgres cluster as a whole: Pss summed over postmaster and backends; CPU of live children per group. */
-export function sampleProcessTree(root: number, groups: Groups = {}, memory = true): (ProcSample & { groupCpuS: Record<string, number> }) | null {
+/**
+ * The Postgres cluster's CPU: the postmaster's own and its reaped children's, plus that of the live
+ * children, per group too. Its memory is treePssMb's.
+ */
+export function sampleTreeCpu(root: number, groups: Groups = {}): { cpuS: number; groupCpuS: Record<string, number> } | null {
   const rootCpu = cpuSeconds(root, true);
   if (!rootCpu) return null;
-  let pssKb = 0;
   let cpuS = rootCpu.cpu;
   // per backend ("group#pid"): backends come and go, so only per-pid differences mean anything
   const groupCpuS: Record<string, number> = {};
-  for (const pid of [root, ...childrenOf(root)]) {
-    if (memory) {
-      const rollup = read(`/proc/${pid}/smaps_rollup`);
-      if (rollup) pssKb += kb(rollup, 'Pss');
-    }
-    if (pid === root) continue;
+  for (const pid of childrenOf(root)) {
     const c = cpuSeconds(pid)?.cpu ?? 0;
     cpuS += c;
     const cmd = read(`/proc/${pid}/cmdline`) ?? '';
     const g = Object.entries(groups).find(([, words]) => words.every((w) => cmd.includes(w)));
     if (g) groupCpuS[`${g[0]}#${pid}`] = c;
   }
-  return { rssMb: pssKb / 1024, hwmMb: pssKb / 1024, cpuS, groupCpuS };
+  return { cpuS, groupCpuS };
 }
 
 /**
- * The tree's Pss (MB) like sampleProcessTree's, read without blocking the event loop. smaps_rollup
- * walks each backend's page tables: with the sparse phase's ~450 backends a synchronous sweep took
- * 0.8 s on a slow machine, every 5 s, and the benchmark's clients, whose commit times are taken when
- * their answer is read, were held with it (some wakes measured negative: received before their
- * commit was seen). Each read here runs on libuv's thread pool, the loop free between them.
+ * The tree's memory (MB): Pss summed over the postmaster and its children (each backend's RSS counts
+ * shared_buffers again). Read without blocking the event loop: smaps_rollup walks each backend's
+ * page tables, and with the sparse phase's ~450 backends a synchronous sweep took 0.8 s on a slow
+ * machine, every 5 s; the benchmark's clients, whose commit times are taken when their answer is
+ * read, were held with it (some wakes measured negative: received before their commit was seen).
+ * Each read runs on libuv's thread pool, the loop free between them. Null: the root is gone.
  */
 export async function treePssMb(root: number): Promise<number | null> {
   if (!existsSync(`/proc/${root}`)) return null;
@@ -136,7 +134,8 @@ export class ProcWatch {
   private readonly hwm = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
   private readonly watched: Watched[] = [];
-  private readonly treesInFlight = new Set<string>();
+  /** the tree reads under way, by name */
+  private readonly treeReads = new Map<string, Promise<void>>();
 
   add(w: Watched) {
     this.watched.push(w);
@@ -155,30 +154,31 @@ export class ProcWatch {
    */
   start(intervalMs = 500, treeEvery = 10) {
     let tick = 0;
-    this.sample(true, true);
+    this.sample(true);
     this.timer = setInterval(() => this.sample(++tick % treeEvery === 0), intervalMs);
     this.timer.unref();
   }
 
-  stop() {
+  /** Stops sampling, after a last sample of every process (trees included, read to the end). */
+  async stop() {
     if (this.timer) clearInterval(this.timer);
-    this.sample(true, true);
+    await Promise.all(this.treeReads.values());
+    this.sample(true);
+    await Promise.all(this.treeReads.values());
   }
 
-  /** `wait`: trees read synchronously (the first and last samples); otherwise in the background (treePssMb) */
-  private sample(trees: boolean, wait = false) {
+  /** Single processes are read at once; a tree in the background (treePssMb), one read at a time each. */
+  private sample(trees: boolean) {
     for (const w of this.watched) {
-      if (w.tree && !trees) continue;
-      if (w.tree && !wait) {
-        if (this.treesInFlight.has(w.name)) continue;
-        this.treesInFlight.add(w.name);
-        void treePssMb(w.pid)
-          .then((mb) => mb !== null && this.record(w.name, mb, mb))
-          .finally(() => this.treesInFlight.delete(w.name));
-        continue;
+      if (!w.tree) {
+        const s = sampleProcess(w.pid);
+        if (s) this.record(w.name, s.rssMb, s.hwmMb);
+      } else if (trees && !this.treeReads.has(w.name)) {
+        const read = treePssMb(w.pid)
+          .then((mb) => void (mb !== null && this.record(w.name, mb, mb)))
+          .finally(() => this.treeReads.delete(w.name));
+        this.treeReads.set(w.name, read);
       }
-      const s = w.tree ? sampleProcessTree(w.pid) : sampleProcess(w.pid);
-      if (s) this.record(w.name, s.rssMb, s.hwmMb);
     }
   }
 
@@ -217,7 +217,7 @@ export class ProcWatch {
     const out: Record<string, number> = { machine_busy: m.busyS, machine_total: m.totalS, bench: (own.user + own.system) / 1e6 };
     for (const w of this.watched) {
       if (w.tree) {
-        const s = sampleProcessTree(w.pid, w.groups, false);
+        const s = sampleTreeCpu(w.pid, w.groups);
         if (!s) continue;
         out[w.name] = s.cpuS;
         for (const [g, c] of Object.entries(s.groupCpuS)) out[`${w.name}.${g}`] = c;

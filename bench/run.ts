@@ -353,8 +353,8 @@ async function main() {
       }), true, true);
   }
 
+  await watch.stop();
   const serviceRss = watch.peakMb('service', true);
-  watch.stop();
   const figures: Figures = {
     commit_rate: commit?.figure ?? null,
     e2e_rate: e2e?.figure ?? null,
