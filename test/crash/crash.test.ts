@@ -345,7 +345,13 @@ describe('crash safety under a stream of 10,000 messages', () => {
     // At least once: an attempt made twice at once (two processes holding it across a rebalance)
     // whose failed copy's retry was taken before the other copy's final outcome was recorded is
     // made again, and the run ends final twice in the ledger and the history. The projection keeps
-    // the first (projection.ts); counted and reported with the duplicates below.
+    // the first (projection.ts); counted and reported with the duplicates below. The history can
+    // hold two final attempts where the ledger holds one final outcome (0-3 a run): the recorder
+    // publishes the event before it writes the ledger row (attempt/recorder.ts), so when the copy
+    // that got the 2xx is killed between the two, while the other copy's failure already queued
+    // the retry, the ledger shows no final outcome and the retry is made and recorded too. The
+    // receiver got both; the history says so, and the delivery's row is its last attempt's
+    // (checked above).
     const twoFinalRuns = (await svc.ctx.db.query(`select message_id from delivery_ledger where final group by project_ref, message_id, run having count(*) > 1`)).rows;
     await explain(twoFinalRuns.slice(0, 2).map((r) => r.message_id));
     const twoFinalAttempts = (
