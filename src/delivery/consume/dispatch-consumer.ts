@@ -183,6 +183,31 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
   }
 
   /**
+   * A record of this partition ended unfinished while the partition is still this consumer run's:
+   * its lease was lost for a while (a stall, the control database away) with the partition still
+   * assigned here, or its outcome could not be recorded. No rejoin is coming to fetch it again, and
+   * it holds the partition's commit point, so the partition is read again from its oldest unfinished
+   * record, in offset order, as a rejoin would: what is finished is skipped (the ledger), what is in
+   * flight is waited for (follow), and the record takes its place in its key's lane again. A seek
+   * without auto-commit moves only where kafkajs fetches next (offsetManager.seek); every seek is to
+   * the oldest unfinished offset, so a later one never skips an earlier record. Found by the crash
+   * test: two ordered retries cut off by a lease lost beside a broker restart, their partition kept,
+   * waited for a rejoin that never came.
+   */
+  function reread(topic: string, partition: number, tracker: PartitionTracker, msg: OutboxMessage): void {
+    if (stopping || trackers.get(`${topic}:${partition}`) !== tracker || !leases.owns(topic, partition)) return;
+    const from = tracker.oldestUnfinished();
+    if (from === null) return;
+    log.info({ topic, partition, offset: from, message: msg.id, project: msg.project }, 'a record ended unfinished while its partition stays here; reading the partition again from its oldest unfinished record');
+    try {
+      consumer.seek({ topic, partition, offset: String(from) });
+    } catch (err) {
+      // between kafkajs restarts: the rejoin that follows fetches from the committed offset anyway
+      log.warn({ err, topic, partition }, 'could not read the partition again; the next rejoin does');
+    }
+  }
+
+  /**
    * Starts the attempt of a fetched record, on a slot of its own or, behind an earlier message of
    * its ordering key here, on that key's lane. false: this dispatcher stops, or the consumer run
    * that fetched it ended, before there was room; the record stays unfinished and is fetched again.
@@ -266,8 +291,13 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
         // after stop() gave up draining, the recorder is closed: expected, and said once above
         if (stopping) log.info({ message: msg.id }, 'attempt cut off by the stop; its record stays uncommitted and is attempted again by the next owner');
         else if (err instanceof DispatcherStoppingError) log.info({ message: msg.id, project: msg.project }, lane ? "attempt cut off before its request: its partition went to another dispatcher, or its lease was lost; the partition's owner attempts it" : 'attempt cut off before its request: the consumer run that fetched it ended; a copy fetched after the rejoin attempts it');
-        else log.error({ err, message: msg.id }, 'recording an outcome failed; the record stays uncommitted and is attempted again after a restart');
+        else log.error({ err, message: msg.id }, 'recording an outcome failed; the record stays uncommitted and is attempted again');
         return false;
+      })
+      .then((ok) => {
+        // not lost to a stop, a rejoin or another owner, and not finished: nothing else fetches it again
+        if (!ok && isRunning()) setImmediate(() => reread(topic, partition, tracker, msg));
+        return ok;
       })
       .finally(() => {
         inflight.delete(flying);
@@ -300,15 +330,17 @@ export async function startDispatchConsumer(opts: DispatchConsumerOptions): Prom
    * (launch: it goes on under its partition's lease), so its copies finish with it. It can still end
    * unfinished, its lease lost (a process stalled past the lease's TTL) or its outcome not recorded;
    * its copy would then have to take its place in its key's lane in offset order, which a launch
-   * from here (outside the fetch's loop, after awaits) does not promise, so it waits for the next
-   * rejoin (a known gap, docs/delivery.md).
+   * from here (outside the fetch's loop, after awaits) does not promise, so the partition is read
+   * again from its oldest unfinished record instead (reread).
    */
   function follow(running: Promise<boolean>, t: Take): void {
     const current = () => !stopping && t.isRunning() && trackers.get(`${t.topic}:${t.partition}`) === t.tracker;
     void running
       .then(async (ok) => {
         if (ok) return t.tracker.finish(t.n);
-        if (t.msg.orderingKey !== undefined || !current()) return;
+        if (!current()) return;
+        // an ordered copy must take its place in its key's lane in offset order: read the partition again
+        if (t.msg.orderingKey !== undefined) return reread(t.topic, t.partition, t.tracker, t.msg);
         const again = inflight.get(flightKey(t.msg));
         if (again) return follow(again, t);
         const readAt = Date.now();

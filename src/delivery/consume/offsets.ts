@@ -16,6 +16,13 @@ export class PartitionTracker {
     this.#inflight.delete(offset);
   }
 
+  /** The oldest offset begun and not finished, or null. */
+  oldestUnfinished(): number | null {
+    let low: number | null = null;
+    for (const o of this.#inflight) if (low === null || o < low) low = o;
+    return low;
+  }
+
   /** The offset to commit (Kafka's "next to read"), or null when it would not move forward. */
   committable(): number | null {
     if (this.#high < 0) return null;
