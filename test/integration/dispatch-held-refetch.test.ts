@@ -11,41 +11,35 @@
 // pipeline is stood in for (it notes what it was asked to attempt).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import type { Admin, Kafka, Producer } from 'kafkajs';
 import type { AppContext } from '../../src/context.js';
 import { startDispatchConsumer } from '../../src/delivery/consume/dispatch-consumer.js';
 import type { AttemptPipeline, ProcessResult } from '../../src/delivery/attempt/pipeline.js';
 import type { OutboxMessage } from '../../src/delivery/message.js';
 import type { Worker } from '../../src/delivery/worker.js';
-import { createTopicReady, eventually, stack, uniqueName } from '../helpers/env.js';
+import { createTopicReady, eventually, uniqueName } from '../helpers/env.js';
+import { startDispatchTopic, type DispatchTopic } from '../helpers/dispatch-topic.js';
 import { outboxRecord } from '../helpers/outbox-records.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import type { TestService } from '../helpers/service.js';
 
 describe('a record read again while its hold waits for the releaser', () => {
+  let t: DispatchTopic;
   let svc: TestService;
   let kafka: Kafka;
   let admin: Admin;
   let producer: Producer;
+  let topic: string;
+  let groupId: string;
   let dispatcher: Worker | undefined;
-  const topic = uniqueName('held_refetch').replace(/_/g, '-');
-  const groupId = `${topic}-group`;
 
   beforeAll(async () => {
-    svc = await startTestService({ roles: ['api'] });
-    kafka = new Kafka({ brokers: stack().kafkaBrokers, clientId: topic, logLevel: logLevel.ERROR });
-    admin = kafka.admin();
-    await admin.connect();
-    await createTopicReady(admin, topic, 1);
-    producer = kafka.producer();
-    await producer.connect();
+    t = await startDispatchTopic('held_refetch', 1);
+    ({ svc, kafka, admin, producer, topic, groupId } = t);
   });
 
   afterAll(async () => {
     await dispatcher?.stop();
-    await producer?.disconnect();
-    await admin?.deleteTopics({ topics: [topic] }).catch(() => {});
-    await admin?.disconnect();
-    await svc?.stop();
+    await t?.stop();
   });
 
   const record = (project: string, id: string, released?: string, ordering?: { key: string; seq: number }) => outboxRecord(id, { project, released, ordering });

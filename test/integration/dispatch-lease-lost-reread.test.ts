@@ -11,77 +11,36 @@
 // test writes another owner into x's partition's lease row, as a process that took it would).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
 import type { AppContext } from '../../src/context.js';
 import { startDispatchConsumer } from '../../src/delivery/consume/dispatch-consumer.js';
-import type { AttemptPipeline, ProcessResult } from '../../src/delivery/attempt/pipeline.js';
-import { DispatcherStoppingError, type DispatchSlot } from '../../src/delivery/endpoints/window.js';
-import type { OutboxMessage } from '../../src/delivery/message.js';
 import type { Worker } from '../../src/delivery/worker.js';
-import { createTopicReady, eventually, stack, uniqueName } from '../helpers/env.js';
-import { gate, outboxRecord } from '../helpers/outbox-records.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/env.js';
+import { outboxRecord } from '../helpers/outbox-records.js';
+import { standInPipeline, startDispatchTopic, type DispatchTopic } from '../helpers/dispatch-topic.js';
 
 describe('an ordered attempt cut off by a lost lease while its partition stays here', () => {
-  let svc: TestService;
-  let admin: Admin;
-  let producer: Producer;
+  let t: DispatchTopic;
   let worker: Worker | undefined;
-  const topic = uniqueName('lease_lost_reread').replace(/_/g, '-');
-  const groupId = `${topic}-group`;
 
   beforeAll(async () => {
-    svc = await startTestService({ roles: ['api'] });
-    const kafka = new Kafka({ brokers: stack().kafkaBrokers, clientId: topic, logLevel: logLevel.ERROR });
-    admin = kafka.admin();
-    await admin.connect();
-    await createTopicReady(admin, topic, 1);
-    producer = kafka.producer();
-    await producer.connect();
+    t = await startDispatchTopic('lease_lost_reread', 1);
   });
 
   afterAll(async () => {
     await worker?.stop();
-    await producer?.disconnect();
-    await admin?.deleteTopics({ topics: [topic] }).catch(() => {});
-    await admin?.disconnect();
-    await svc?.stop();
+    await t?.stop();
   });
 
   it('reads the partition again and sends the record once the lease is back, with no rejoin', async () => {
+    const { svc, producer, admin, topic, groupId } = t;
     const x = randomUUID();
     const b = randomUUID();
     const key = `key:${randomUUID()}`;
-    const xWaiting = gate();
-    const xMayGo = gate();
-    const bHolding = gate();
-    const bMayGo = gate();
-    const cutOff: string[] = [];
-    const sent: string[] = [];
-    let xTries = 0;
-    const pipeline = {
-      async process(msg: OutboxMessage, _hint: unknown, slot?: DispatchSlot): Promise<ProcessResult> {
-        if (msg.id === x && xTries++ === 0) {
-          // the first try gives its slot back, as while it waits for its endpoint's window
-          slot!.yield();
-          xWaiting.open();
-          await xMayGo.opened;
-          if (!(await slot!.retake())) {
-            cutOff.push(msg.id);
-            throw new DispatcherStoppingError();
-          }
-        }
-        if (msg.id === b) {
-          bHolding.open();
-          await bMayGo.opened;
-        }
-        sent.push(msg.id);
-        return 'recorded';
-      },
-    } as unknown as AttemptPipeline;
+    // x waits for its window and wants a slot again while b holds the only one
+    const p = standInPipeline(x, b);
     const joins: number[] = [];
-    const kafka = new Kafka({ brokers: stack().kafkaBrokers, clientId: `${topic}-d`, logLevel: logLevel.ERROR });
-    const counted = new Proxy(kafka, {
+    const counted = new Proxy(t.kafka, {
       get(target, prop) {
         if (prop === 'consumer')
           return (o: Parameters<Kafka['consumer']>[0]) => {
@@ -98,35 +57,35 @@ describe('an ordered attempt cut off by a lost lease while its partition stays h
       name: 'lease-lost-reread',
       groupId,
       topics: [topic],
-      pipeline,
+      pipeline: p.pipeline,
       concurrency: 1,
       commitIntervalMs: 200,
     });
 
     await producer.send({ topic, messages: [outboxRecord(x, { project: 'leaselost', partition: 0, ordering: { key, seq: 1 } })] });
-    await xWaiting.opened;
-    const leaseRow = async () => (await svc.ctx.db.query(`select owner, until from dispatch_leases where group_id = $1 and partition = 0`, [groupId])).rows[0];
+    await p.waiting.opened;
+    const leaseRow = async () => (await svc.ctx.db.query(`select owner from dispatch_leases where group_id = $1 and partition = 0`, [groupId])).rows[0];
     await eventually(async () => (await leaseRow()) !== undefined, 30_000, "x's partition lease to be taken");
     await producer.send({ topic, messages: [outboxRecord(b, { project: 'leaselost', partition: 0 })] });
-    await bHolding.opened;
+    await p.holding.opened;
     const joined = joins.length;
 
     // another process takes the lease for 6 s; x wants its slot back while b holds it, and is cut
     // off once the dispatcher's renewal (every 2 s) finds the lease gone
     await svc.ctx.db.query(`update dispatch_leases set owner = $2, until = now() + interval '6 seconds' where group_id = $1 and partition = 0`, [groupId, randomUUID()]);
-    xMayGo.open();
-    await eventually(async () => cutOff.includes(x), 30_000, 'x to be cut off by the lost lease');
-    bMayGo.open();
+    p.mayGo.open();
+    await eventually(async () => p.cutOff.includes(x), 30_000, 'x to be cut off by the lost lease');
+    p.release.open();
 
     // the partition was never taken from this dispatcher: x is sent here once the lease is free
     // again, after b, and the partition commits past both. Without the reread x waits for a
     // rejoin and this times out (checked).
-    await eventually(async () => sent.includes(x), 60_000, 'x to be sent again by the same dispatcher');
-    expect(sent).toEqual([b, x]);
-    expect(cutOff).toEqual([x]);
+    await eventually(async () => p.sent.includes(x), 60_000, 'x to be sent again by the same dispatcher');
+    expect(p.sent).toEqual([b, x]);
+    expect(p.cutOff).toEqual([x]);
     expect(joins.length).toBe(joined);
     const committed = async () => Number((await admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions[0].offset);
     await eventually(async () => (await committed()) === 2, 30_000, 'the partition committed past both records');
-    expect(sent).toEqual([b, x]);
+    expect(p.sent).toEqual([b, x]);
   }, 180_000);
 });

@@ -13,27 +13,23 @@
 // dispatcher once it joins, partition 0 stays with the first).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { AssignerProtocol, Kafka, logLevel, type Admin, type PartitionAssigner, type Producer } from 'kafkajs';
+import { AssignerProtocol, Kafka, logLevel, type PartitionAssigner } from 'kafkajs';
 import type { AppContext } from '../../src/context.js';
 import { startDispatchConsumer } from '../../src/delivery/consume/dispatch-consumer.js';
 import type { AttemptPipeline, ProcessResult } from '../../src/delivery/attempt/pipeline.js';
-import { DispatcherStoppingError, type DispatchSlot } from '../../src/delivery/endpoints/window.js';
 import type { OutboxMessage } from '../../src/delivery/message.js';
 import type { Worker } from '../../src/delivery/worker.js';
-import { createTopicReady, eventually, stack, uniqueName } from '../helpers/env.js';
-import { gate, outboxRecord } from '../helpers/outbox-records.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { eventually, stack } from '../helpers/env.js';
+import { outboxRecord } from '../helpers/outbox-records.js';
+import { standInPipeline, startDispatchTopic, type DispatchTopic } from '../helpers/dispatch-topic.js';
 
 describe('an ordered attempt waiting for a slot when its partition goes to another dispatcher', () => {
-  let svc: TestService;
-  let admin: Admin;
-  let producer: Producer;
+  let t: DispatchTopic;
   const workers: Worker[] = [];
-  const topic = uniqueName('reassign_cutoff').replace(/_/g, '-');
-  const groupId = `${topic}-group`;
   // kafkajs member ids start with the client id: the assigner tells the two dispatchers by it
-  const firstId = `${topic}-first`;
-  const secondId = `${topic}-second`;
+  const clients = `reassign-cutoff-${randomUUID().slice(0, 8)}`;
+  const firstId = `${clients}-first`;
+  const secondId = `${clients}-second`;
 
   /** Partition 1 to the second dispatcher once it is a member; everything else to the first. */
   const assigner: PartitionAssigner = () => ({
@@ -68,57 +64,25 @@ describe('an ordered attempt waiting for a slot when its partition goes to anoth
   }
 
   beforeAll(async () => {
-    svc = await startTestService({ roles: ['api'] });
-    const kafka = new Kafka({ brokers: stack().kafkaBrokers, clientId: topic, logLevel: logLevel.ERROR });
-    admin = kafka.admin();
-    await admin.connect();
-    await createTopicReady(admin, topic, 2);
-    producer = kafka.producer();
-    await producer.connect();
+    t = await startDispatchTopic('reassign_cutoff', 2);
   });
 
   afterAll(async () => {
     for (const w of workers) await w.stop();
-    await producer?.disconnect();
-    await admin?.deleteTopics({ topics: [topic] }).catch(() => {});
-    await admin?.disconnect();
-    await svc?.stop();
+    await t?.stop();
   });
 
   const record = (id: string, partition: number, ordering?: { key: string; seq: number }) => outboxRecord(id, { project: 'reassigncutoff', partition, ordering });
 
   it('is cut off, and the partition’s new owner sends it while the first dispatcher’s slot stays taken', async () => {
+    const { svc, admin, producer, topic, groupId } = t;
     const x = randomUUID();
     const b = randomUUID();
     const key = `key:${randomUUID()}`;
-    const xWaiting = gate();
-    const xMayGo = gate();
-    const bHolding = gate();
-    const bMayGo = gate();
-    const cutOff: string[] = [];
-
     // the first dispatcher: x gives its slot back, as while it waits for its endpoint's window, and
     // takes one again when let go; b keeps the one slot there is until let go
-    const firstSent: string[] = [];
-    const first = {
-      async process(msg: OutboxMessage, _hint: unknown, slot?: DispatchSlot): Promise<ProcessResult> {
-        if (msg.id === x) {
-          slot!.yield();
-          xWaiting.open();
-          await xMayGo.opened;
-          if (!(await slot!.retake())) {
-            cutOff.push(msg.id);
-            throw new DispatcherStoppingError();
-          }
-        }
-        if (msg.id === b) {
-          bHolding.open();
-          await bMayGo.opened;
-        }
-        firstSent.push(msg.id);
-        return 'recorded';
-      },
-    } as unknown as AttemptPipeline;
+    const firstP = standInPipeline(x, b);
+    const { cutOff, sent: firstSent } = firstP;
     const secondSent: string[] = [];
     const second = {
       async process(msg: OutboxMessage): Promise<ProcessResult> {
@@ -139,15 +103,15 @@ describe('an ordered attempt waiting for a slot when its partition goes to anoth
       workers.push(w);
     };
 
-    await start(firstId, 'reassign-first', first);
+    await start(firstId, 'reassign-first', firstP.pipeline);
     await producer.send({ topic, messages: [record(x, 1, { key, seq: 1 })] });
-    await xWaiting.opened;
+    await firstP.waiting.opened;
     // the first dispatcher holds partition 1's lease for x, which is in flight
     await eventually(async () => (await svc.ctx.db.query(`select 1 from dispatch_leases where group_id = $1 and partition = 1`, [groupId])).rowCount === 1, 30_000, 'the lease of partition 1 to be taken');
     await producer.send({ topic, messages: [record(b, 0)] });
-    await bHolding.opened;
+    await firstP.holding.opened;
     // x wants its slot back: b has it
-    xMayGo.open();
+    firstP.mayGo.open();
 
     // the second dispatcher joins; partition 1 goes to it
     await start(secondId, 'reassign-second', second);
@@ -156,7 +120,7 @@ describe('an ordered attempt waiting for a slot when its partition goes to anoth
     expect(firstSent).not.toContain(x);
     expect(secondSent).toEqual([x]);
 
-    bMayGo.open();
+    firstP.release.open();
     await eventually(async () => firstSent.includes(b), 30_000, 'b to finish');
     const committed = async () => Object.fromEntries((await admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions.map((p) => [p.partition, Number(p.offset)]));
     await eventually(async () => {
