@@ -26,8 +26,7 @@ export class PartitionTracker {
   /** The offset to commit (Kafka's "next to read"), or null when it would not move forward. */
   committable(): number | null {
     if (this.#high < 0) return null;
-    let low = this.#high + 1;
-    for (const o of this.#inflight) if (o < low) low = o;
+    const low = this.oldestUnfinished() ?? this.#high + 1;
     return low > this.#committed ? low : null;
   }
 
