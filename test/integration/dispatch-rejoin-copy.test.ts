@@ -39,11 +39,14 @@ describe('a record fetched again after a consumer restart, while its first copy 
   const orderedGroupId = `${orderedTopic}-group`;
   const fullTopic = `${topic}-full`;
   const fullGroupId = `${fullTopic}-group`;
+  const unrecordedTopic = `${topic}-unrecorded`;
+  const unrecordedGroupId = `${unrecordedTopic}-group`;
   // kafkajs's restarts of each test's consumer, by group
   const restartsOf = new Map<string, string[]>([
     [groupId, []],
     [orderedGroupId, []],
     [fullGroupId, []],
+    [unrecordedGroupId, []],
   ]);
 
   beforeAll(async () => {
@@ -63,6 +66,7 @@ describe('a record fetched again after a consumer restart, while its first copy 
     await createTopicReady(admin, topic, 1);
     await createTopicReady(admin, orderedTopic, 1);
     await createTopicReady(admin, fullTopic, 1);
+    await createTopicReady(admin, unrecordedTopic, 1);
     producer = kafka.producer();
     await producer.connect();
   });
@@ -70,7 +74,7 @@ describe('a record fetched again after a consumer restart, while its first copy 
   afterAll(async () => {
     for (const d of dispatchers) await d.stop();
     await producer?.disconnect();
-    await admin?.deleteTopics({ topics: [topic, orderedTopic, fullTopic] }).catch(() => {});
+    await admin?.deleteTopics({ topics: [topic, orderedTopic, fullTopic, unrecordedTopic] }).catch(() => {});
     await admin?.disconnect();
     await svc?.stop();
   });
@@ -82,7 +86,8 @@ describe('a record fetched again after a consumer restart, while its first copy 
    * A dispatcher on its own topic and group, over a stand-in pipeline that notes each call
    * (`calls`) and each send (`sent`). The first call for `waits.id` waits for its endpoint's window
    * as endpoints/window.ts does: it gives its slot back, opens `waits.waiting`, and takes a slot
-   * again once `waits.mayGo` opens (cut off if it cannot). The first call for `holds.id` keeps its
+   * again once `waits.mayGo` opens (cut off if it cannot); with `waits.unrecorded` it then sends and
+   * fails as when its outcome cannot be recorded. The first call for `holds.id` keeps its
    * slot until `holds.mayGo`. `restart(r)` sends r with the fetch's ledger check failing, as while
    * the control database is away, until kafkajs gives up on the batch and restarts the consumer.
    */
@@ -91,7 +96,7 @@ describe('a record fetched again after a consumer restart, while its first copy 
     topic: string;
     groupId: string;
     concurrency: number;
-    waits: { id: string; waiting: ReturnType<typeof gate>; mayGo: ReturnType<typeof gate> };
+    waits: { id: string; waiting: ReturnType<typeof gate>; mayGo: ReturnType<typeof gate>; unrecorded?: boolean };
     holds?: { id: string; holding: ReturnType<typeof gate>; mayGo: ReturnType<typeof gate> };
     log?: AppContext['log'];
   }) {
@@ -107,6 +112,10 @@ describe('a record fetched again after a consumer restart, while its first copy 
           o.waits.waiting.open();
           await o.waits.mayGo.opened;
           if (!(await slot!.retake())) throw new DispatcherStoppingError();
+          if (o.waits.unrecorded) {
+            sent.push(msg.id);
+            throw new Error('recording the outcome failed');
+          }
         }
         if (first && msg.id === o.holds?.id) {
           o.holds.holding.open();
@@ -209,6 +218,40 @@ describe('a record fetched again after a consumer restart, while its first copy 
     // x by its first copy, once: the copy fetched after the restart waited for it
     expect(d.calls.filter((c) => c === x)).toHaveLength(1);
     await eventually(async () => (await d.committed()) === 2, 30_000, 'the commit point to pass x and y');
+  }, 180_000);
+
+  // An ordered first copy can still end unfinished: its outcome could not be recorded (or its lease
+  // was lost). Its copy fetched after the restart cannot launch in its place, outside the fetch's
+  // offset order, so the dispatcher reads the partition again from the record (dispatch-consumer.ts,
+  // reread) rather than leave it, and its partition's commit point, for a rejoin that may never come.
+  it("reads the partition again when an ordered first copy's outcome could not be recorded, with no further restart", async () => {
+    const key = `key:${randomUUID()}`;
+    const x = randomUUID();
+    const y = randomUUID();
+    const waits = { id: x, waiting: gate(), mayGo: gate(), unrecorded: true };
+    const d = await stage({ name: 'rejoin-copy-unrecorded', topic: unrecordedTopic, groupId: unrecordedGroupId, concurrency: 4, waits });
+
+    await producer.send({ topic: unrecordedTopic, messages: [record(x, { key, seq: 1 })] });
+    await waits.waiting.opened;
+    // run 2 fetches x again (attached to the first copy, which goes on under the lease) and y,
+    // which waits behind x in the key's lane
+    await d.restart(record(y, { key, seq: 2 }));
+    await eventually(async () => (await d.ctx.db.query(`select 1 from dispatch_leases where group_id = $1`, [unrecordedGroupId])).rowCount === 1, 30_000, 'the lease to be taken');
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(d.sent).toEqual([]);
+    const restarts = restartsOf.get(unrecordedGroupId)!.length;
+
+    // x's first copy sends, and its outcome is not recorded: it ends unfinished
+    waits.mayGo.open();
+    await eventually(async () => d.sent.filter((s) => s === x).length === 2 && d.sent.includes(y), 60_000, 'x to be sent again by a copy read after the failure, and y to be sent');
+    // x's first send went before y's (the key's order); x's second is the at-least-once repeat of an
+    // attempt whose outcome was lost, made by the copy the partition's reread fetched
+    expect(d.sent.indexOf(x)).toBeLessThan(d.sent.indexOf(y));
+    expect(d.sent.filter((s) => s === y)).toHaveLength(1);
+    expect(d.calls.filter((c) => c === x)).toHaveLength(2);
+    await eventually(async () => (await d.committed()) === 2, 30_000, 'the commit point to pass x and y');
+    // no rejoin did it: without the reread x waits, and this times out (checked)
+    expect(restartsOf.get(unrecordedGroupId)!.length).toBe(restarts);
   }, 180_000);
 
   // The copy's own attempt waits for a dispatcher slot like any other. If kafkajs restarts the
