@@ -18,6 +18,8 @@ export interface DispatchTopic {
   producer: Producer;
   topic: string;
   groupId: string;
+  /** the group's committed offset of partition 0 */
+  committed(): Promise<number>;
   /** deletes the topic and stops what it started (stop the dispatchers first) */
   stop(): Promise<void>;
 }
@@ -38,6 +40,7 @@ export async function startDispatchTopic(name: string, partitions: number): Prom
     producer,
     topic,
     groupId: `${topic}-group`,
+    committed: async () => Number((await admin.fetchOffsets({ groupId: `${topic}-group`, topics: [topic] }))[0].partitions[0].offset),
     async stop() {
       await producer.disconnect();
       await admin.deleteTopics({ topics: [topic] }).catch(() => {});

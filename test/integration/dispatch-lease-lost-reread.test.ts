@@ -9,7 +9,7 @@
 // make the sequence deterministic: the attempt pipeline (x "waits for its endpoint's window": it
 // gives its slot back and wants it again while b holds the only one), and the lease's loss (the
 // test writes another owner into x's partition's lease row, as a process that took it would).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import type { AppContext } from '../../src/context.js';
@@ -19,7 +19,7 @@ import type { AttemptPipeline, ProcessResult } from '../../src/delivery/attempt/
 import type { OutboxMessage } from '../../src/delivery/message.js';
 import { eventually } from '../helpers/env.js';
 import { outboxRecord } from '../helpers/outbox-records.js';
-import { standInPipeline, startDispatchTopic, type DispatchTopic } from '../helpers/dispatch-topic.js';
+import { standInPipeline, startDispatchTopic } from '../helpers/dispatch-topic.js';
 
 /** `kafka`, with every consumer it makes noting its group joins in `joins` */
 function countingJoins(kafka: Kafka, joins: number[]): Kafka {
@@ -37,28 +37,28 @@ function countingJoins(kafka: Kafka, joins: number[]): Kafka {
   });
 }
 
-describe('an ordered attempt cut off by a lost lease while its partition stays here', () => {
-  let t: DispatchTopic;
-  let worker: Worker | undefined;
-
-  beforeAll(async () => {
-    t = await startDispatchTopic('lease_lost_reread', 1);
+/** A topic of one partition for this test, and its dispatcher stopped and topic deleted after it. */
+async function topicForTest(name: string) {
+  const t = await startDispatchTopic(name, 1);
+  const own: { worker?: Worker } = {};
+  onTestFinished(async () => {
+    await own.worker?.stop();
+    await t.stop();
   });
+  return { t, own };
+}
 
-  afterAll(async () => {
-    await worker?.stop();
-    await t?.stop();
-  });
-
-  it('reads the partition again and sends the record once the lease is back, with no rejoin', async () => {
-    const { svc, producer, admin, topic, groupId } = t;
+describe('a record that ends unfinished while its partition stays here', () => {
+  it('an ordered attempt cut off by a lost lease: reads the partition again and sends the record once the lease is back, with no rejoin', async () => {
+    const { t, own } = await topicForTest('lease_lost_reread');
+    const { svc, producer, topic, groupId } = t;
     const x = randomUUID();
     const b = randomUUID();
     const key = `key:${randomUUID()}`;
     // x waits for its window and wants a slot again while b holds the only one
     const p = standInPipeline(x, b);
     const joins: number[] = [];
-    worker = await startDispatchConsumer({
+    own.worker = await startDispatchConsumer({
       ctx: { ...svc.ctx, kafka: countingJoins(t.kafka, joins) } as AppContext,
       name: 'lease-lost-reread',
       groupId,
@@ -90,32 +90,18 @@ describe('an ordered attempt cut off by a lost lease while its partition stays h
     expect(p.sent).toEqual([b, x]);
     expect(p.cutOff).toEqual([x]);
     expect(joins.length).toBe(joined);
-    const committed = async () => Number((await admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions[0].offset);
-    await eventually(async () => (await committed()) === 2, 30_000, 'the partition committed past both records');
+    await eventually(async () => (await t.committed()) === 2, 30_000, 'the partition committed past both records');
     expect(p.sent).toEqual([b, x]);
   }, 180_000);
-});
 
-// The same mechanism for an outcome that could not be recorded (the recorder gives up after its
-// retries: Kafka or the control database away for minutes) while the consumer runs on: the record
-// was not finished, nothing else fetches it, and it held its partition's commit point until a
-// rejoin. It is read again and attempted again (the receiver may get it twice: at-least-once).
-// Stood in for: the attempt pipeline, which sends and then fails as the recorder's give-up does.
-describe('a record whose outcome could not be recorded while its consumer runs on', () => {
-  let t: DispatchTopic;
-  let worker: Worker | undefined;
-
-  beforeAll(async () => {
-    t = await startDispatchTopic('unrecorded_reread', 1);
-  });
-
-  afterAll(async () => {
-    await worker?.stop();
-    await t?.stop();
-  });
-
-  it('is read again and attempted again, with no rejoin, and the partition commits past it', async () => {
-    const { svc, producer, admin, topic, groupId } = t;
+  // The same mechanism for an outcome that could not be recorded (the recorder gives up after its
+  // retries: Kafka or the control database away for minutes) while the consumer runs on: the record
+  // was not finished, nothing else fetches it, and it held its partition's commit point until a
+  // rejoin. It is read again and attempted again (the receiver may get it twice: at-least-once).
+  // Stood in for: the attempt pipeline, which sends and then fails as the recorder's give-up does.
+  it('an outcome that could not be recorded while its consumer runs on: is read again and attempted again, with no rejoin, and the partition commits past it', async () => {
+    const { t, own } = await topicForTest('unrecorded_reread');
+    const { svc, producer, topic, groupId } = t;
     const x = randomUUID();
     const b = randomUUID();
     const calls: string[] = [];
@@ -132,7 +118,7 @@ describe('a record whose outcome could not be recorded while its consumer runs o
         return 'recorded';
       },
     } as unknown as AttemptPipeline;
-    worker = await startDispatchConsumer({
+    own.worker = await startDispatchConsumer({
       ctx: { ...svc.ctx, kafka: countingJoins(t.kafka, joins) } as AppContext,
       name: 'unrecorded-reread',
       groupId,
@@ -145,8 +131,7 @@ describe('a record whose outcome could not be recorded while its consumer runs o
     await producer.send({ topic, messages: [outboxRecord(x, { project: 'unrecorded', partition: 0 })] });
     await eventually(async () => calls.filter((c) => c === x).length === 2, 60_000, 'x to be attempted again after its outcome was lost');
     await producer.send({ topic, messages: [outboxRecord(b, { project: 'unrecorded', partition: 0 })] });
-    const committed = async () => Number((await admin.fetchOffsets({ groupId, topics: [topic] }))[0].partitions[0].offset);
-    await eventually(async () => (await committed()) === 2, 30_000, 'the partition committed past x and b');
+    await eventually(async () => (await t.committed()) === 2, 30_000, 'the partition committed past x and b');
     expect(calls.filter((c) => c === x)).toHaveLength(2);
     expect(calls.filter((c) => c === b)).toHaveLength(1);
     // no rejoin fetched x again: without the reread x waits for one, and this times out (checked)
