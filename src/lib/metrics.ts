@@ -146,7 +146,7 @@ export const orderingAdvances = new Counter({
 
 export const idleSlotAdvances = new Counter({
   name: 'integrations_idle_slot_advances_total',
-  help: "Idle projects' replication slots moved past other databases' WAL (idle capture, step 6), by how nothing uncaptured was shown to be skipped: counters (the write counters, no decoding) or peek (the slot decoded)",
+  help: "Idle projects' replication slots moved past other databases' WAL (idle capture, steps 6 and 7), by how: peek (the slot decoded, then advanced), counters (the write counters showed nothing uncaptured; advanced) or replaced (the write counters, and a new slot put in its place, no decoding)",
   labelNames: ['how'] as const,
   registers: [registry],
 });

@@ -41,10 +41,12 @@
 //     own database Debezium confirms no new position (the test saw the slot stay put). So the
 //     slot is peeked up to the WAL's end (step 3's peek: an uncaptured message resumes the
 //     connector instead) and moved there with pg_replication_slot_advance. The peek is skipped
-//     when the write counters prove there is nothing to find (quiet-database.ts). The peek and the
-//     advance decode all the WAL the slot holds, so they run in the background, one slot at a
-//     time (IdleSlotAdvancer), never in the way of step 4: a write to a project whose slot is
-//     being advanced cancels the advance and resumes the connector.
+//     when the write counters prove there is nothing to find (quiet-database.ts), and then the
+//     slot is not advanced either but replaced by a new one at the WAL's end (slot-swap.ts), which
+//     costs milliseconds where an advance decodes every byte the slot holds. The peek and the
+//     advance run in the background, one slot at a time (IdleSlotAdvancer, slot-advancer.ts),
+//     never in the way of step 4: a write to a project whose slot is being advanced cancels the
+//     advance (a replacement's last statement is waited for) and resumes the connector.
 //  7. While the cluster is quiet (it wrote less than CAPTURE_IDLE_QUIET_WAL in 30 s), the slot is
 //     advanced the same way as soon as it holds that much more than after its last advance, so a
 //     wake has almost nothing to decode before its message (quiet-cluster.ts).
@@ -56,9 +58,9 @@
 import pg from 'pg';
 import type { AppContext } from '../context.js';
 import { publicationName, slotName } from './connector.js';
-import { idleSlotAdvances } from '../lib/metrics.js';
-import { byCluster, StatsReaders, WRITES, whyNotQuiet, type OwnBackend } from './quiet-database.js';
-import { advanceThreshold, ClusterPace, quietReason, SlotFloors } from './quiet-cluster.js';
+import { byCluster, WRITES, whyNotQuiet, type OwnBackend, type StatsReaders } from './quiet-database.js';
+import { advanceThreshold, type ClusterPace } from './quiet-cluster.js';
+import { swapIdleSlot } from './slot-swap.js';
 
 type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'projectDbs' | 'log'>;
 
@@ -167,6 +169,13 @@ async function uncaptured(c: Pick<pg.Client, 'query'>, ctx: Ctx, connector: stri
 
 export type AdvanceResult = 'advanced' | 'pending' | 'busy';
 
+/**
+ * How an advance showed that nothing it skips is a message not yet captured, and how it moved the
+ * slot: peek (the slot decoded, then advanced), counters (the write counters, then advanced),
+ * replaced (the write counters, and a new slot put in its place: slot-swap.ts).
+ */
+export type AdvanceHow = 'peek' | 'counters' | 'replaced';
+
 /** How the advancer follows and stops an advance: its backend (to cancel), and a stop asked for. */
 export interface AdvanceHooks {
   backend(pid: number): void;
@@ -174,8 +183,13 @@ export interface AdvanceHooks {
   stopped(): boolean;
   /** the service's statistics readers, which never enqueue (quiet-database.ts) */
   own?(): OwnBackend[];
-  /** whether the peek runs, and if so why the counters cannot stand in for it */
-  decided?(how: { peeked: boolean; because?: string }): void;
+  /**
+   * How the slot is moved; `because`: why the counters cannot stand in for the peek (peek), or why
+   * the slot could not be replaced (counters)
+   */
+  decided?(how: { how: AdvanceHow; because?: string }): void;
+  /** false: a wake asked to stop; true: the replacement's drop and copy begin and are not to be cancelled (slot-swap.ts, step 4) */
+  enter?(): boolean | Promise<boolean>;
   /** the WAL the slot still holds just after its advance (step 7's floor) */
   held?(bytes: number): void;
 }
@@ -200,19 +214,33 @@ export async function advanceIdleSlot(ctx: Ctx, ref: string, connector: string, 
     const r = await c.query('select active from pg_replication_slots where slot_name = $1', [slot]);
     if (!r.rows[0] || r.rows[0].active) return 'busy';
     const upto = (await c.query('select pg_current_wal_lsn()::text as l')).rows[0].l as string;
-    const because = await whyNotQuiet(c, Number(idle.wake_writes), hooks?.own?.() ?? []);
-    hooks?.decided?.({ peeked: because !== null, because: because ?? undefined });
+    const own = hooks?.own?.() ?? [];
+    const because = await whyNotQuiet(c, Number(idle.wake_writes), own);
     if (because !== null) {
+      hooks?.decided?.({ how: 'peek', because });
       const pending = await uncaptured(c, ctx, connector, slot, publicationName(ref, ctx.cfg.TOPIC_PREFIX), upto, hooks?.stopped);
       if (pending > 0) return 'pending';
-    } else if (hooks?.stopped()) throw new Error('stopped before the advance: a wake wants the slot');
+    } else {
+      if (hooks?.stopped()) throw new Error('stopped before the advance: a wake wants the slot');
+      // nothing written since the stop: put a new slot in its place, at no decoding cost
+      const swap = await swapIdleSlot(c, slot, { w0: Number(idle.wake_writes), own, enter: () => hooks?.enter?.() ?? !hooks?.stopped() });
+      hooks?.decided?.({ how: swap.swapped ? 'replaced' : 'counters', because: swap.swapped ? undefined : swap.why });
+      if (swap.swapped) return measured(c);
+      // (the counters' proof up to `upto` still holds: advance there)
+      if (hooks?.stopped()) throw new Error('stopped before the advance: a wake wants the slot');
+    }
     await c.query('select pg_replication_slot_advance($1, $2::pg_lsn)', [slot, upto]);
+    return measured(c);
+  });
+
+  /** The slot moved: what it still holds (step 7's floor), then 'advanced'. */
+  async function measured(c: pg.Client): Promise<AdvanceResult> {
     if (hooks?.held) {
       const h = await c.query('select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as held from pg_replication_slots where slot_name = $1', [slot]);
       if (h.rows[0]) hooks.held(Number(h.rows[0].held));
     }
     return 'advanced';
-  });
+  }
 }
 
 /**
@@ -274,12 +302,19 @@ export interface Wake {
   quiet?: { held: number; written: number };
 }
 
+/** What the wake check reads through and judges slots by: the slot advancer's (IdleSlotAdvancer, slot-advancer.ts). */
+export interface SlotWatch {
+  readonly readers: StatsReaders;
+  readonly pace: ClusterPace;
+  floor(ref: string): number;
+}
+
 /**
  * Step 4 and 5: which idle projects to resume now, and (step 6 and 7) whose slot to advance. Reads
  * pg_stat_database once per cluster (it is cluster-wide), through the cluster's statistics reader
  * (StatsReaders), connected to one of its project databases.
  */
-export async function projectsToWake(ctx: Ctx, idle: IdleProject[], advancer: Pick<IdleSlotAdvancer, 'readers' | 'pace' | 'floor'>): Promise<Wake[]> {
+export async function projectsToWake(ctx: Ctx, idle: IdleProject[], advancer: SlotWatch): Promise<Wake[]> {
   const readers = advancer.readers;
   const now = Date.now();
   const out: Wake[] = [];
@@ -331,140 +366,4 @@ export async function projectsToWake(ctx: Ctx, idle: IdleProject[], advancer: Pi
     }),
   );
   return out;
-}
-
-/**
- * How long a slot just advanced is left alone. PostgreSQL moves a slot's restart_lsn (what the
- * retained WAL is measured from) only up to a point where it logged the running transactions,
- * which the background writer does every 15 s while WAL is written (LOG_SNAPSHOT_INTERVAL_MS): an
- * advance sooner than that decodes the same WAL again and frees nothing more (the test saw 29
- * advances of one slot in 15 s, one per wake check, before this).
- */
-export const ADVANCE_SPACING_MS = 15_000;
-
-/**
- * Step 6, off the wake path. Advancing a slot peeks, then decodes, all of the cluster's WAL it
- * holds (seconds per gigabyte on the development machine), and after a bulk load every idle slot
- * needs it: done inside the wake loop, a hundred advances one after another held every wake behind
- * them (bench run O: the first message of a hundred idle projects waited 37 s at the median, 78 s
- * at worst). So advances run here, one at a time, in the background: the wake loop offers the
- * slots that need one and goes on resuming projects that were written to. A slot found holding a
- * message not yet captured (or that could not be advanced) is handed back to the wake loop, which
- * resumes its connector; one woken by a write meanwhile is found with a reader ('busy') and left.
- */
-export class IdleSlotAdvancer {
-  readonly #queue = new Map<string, Wake>();
-  readonly #resume = new Map<string, Wake>();
-  #running: Promise<void> | null = null;
-  /** when each slot was last advanced */
-  readonly #advancedAt = new Map<string, number>();
-  /** the wake check's connections (projectsToWake), which step 6 knows never enqueue */
-  readonly readers = new StatsReaders();
-  /** how much WAL each cluster wrote lately (step 7) */
-  readonly pace = new ClusterPace();
-  /** step 7's record of slots an advance did not empty (SlotFloors) */
-  readonly #floors = new SlotFloors();
-  /** the slot being advanced now, the backend doing it, and whether a wake asked it to stop */
-  #current: { ref: string; pid?: number; cancelled?: boolean } | null = null;
-
-  constructor(
-    private readonly ctx: Ctx,
-    private readonly log: Pick<Ctx['log'], 'info' | 'warn'>,
-  ) {}
-
-  /**
-   * Queues these slots for an advance (a slot already queued or being advanced is not queued twice,
-   * nor one advanced less than ADVANCE_SPACING_MS ago unless it is close to being invalidated).
-   */
-  offer(wakes: readonly Wake[]): void {
-    const now = Date.now();
-    for (const [ref, at] of this.#advancedAt) if (now - at >= ADVANCE_SPACING_MS) this.#advancedAt.delete(ref);
-    // a slot close to being invalidated is not held back: a cluster writing fast could pass
-    // max_slot_wal_keep_size within the spacing
-    for (const w of wakes) if (!this.#queue.has(w.ref) && (w.nearLoss || !this.#advancedAt.has(w.ref))) this.#queue.set(w.ref, w);
-    if (this.#queue.size > 0) this.#running ??= this.#drain().finally(() => (this.#running = null));
-  }
-
-  /** What the project's slot may hold on a quiet cluster over CAPTURE_IDLE_QUIET_WAL (SlotFloors). */
-  floor(ref: string): number {
-    return this.#floors.floor(ref);
-  }
-
-  /** The project's connector runs again: what its slot held is no longer the supervisor's to judge. */
-  resumed(ref: string): void {
-    this.#floors.forget(ref);
-  }
-
-  /** The projects whose connector must be resumed instead (an uncaptured message in the slot). */
-  takeResumes(): Wake[] {
-    const out = [...this.#resume.values()];
-    this.#resume.clear();
-    return out;
-  }
-
-  /**
-   * A write woke this project: its advance, if queued, is dropped, and if in progress, cancelled,
-   * so its connector finds the slot free (a peek holds it; Debezium would wait 10 s and retry).
-   */
-  async cancel(ref: string): Promise<void> {
-    this.#queue.delete(ref);
-    const cur = this.#current;
-    if (cur?.ref !== ref) return;
-    // it stops before its peek (advanceIdleSlot); a statement already running is cancelled
-    cur.cancelled = true;
-    if (cur.pid === undefined) return;
-    const pool = await this.ctx.projectDbs.pool(ref);
-    await pool.query('select pg_cancel_backend($1)', [cur.pid]).catch((err) => this.log.warn({ err, project: ref }, 'could not cancel the advance of a slot being woken'));
-  }
-
-  /**
-   * Forgets what is queued and closes the statistics readers (the supervision lock was lost, or
-   * the process stops); an advance in progress finishes.
-   */
-  async clear(): Promise<void> {
-    this.#queue.clear();
-    this.#resume.clear();
-    this.#advancedAt.clear();
-    this.#floors.clear();
-    this.pace.clear();
-    await this.readers.close();
-  }
-
-  async #drain(): Promise<void> {
-    for (let next = this.#queue.values().next(); !next.done; next = this.#queue.values().next()) {
-      const w = next.value;
-      const cur: { ref: string; pid?: number; cancelled?: boolean } = { ref: w.ref };
-      this.#current = cur;
-      let how: { peeked: boolean; because?: string } = { peeked: true };
-      let held: number | undefined;
-      const hooks: AdvanceHooks = {
-        backend: (pid) => (cur.pid = pid),
-        stopped: () => cur.cancelled === true,
-        own: () => this.readers.own(),
-        decided: (h) => (how = h),
-        // what the slot still holds after the advance: only step 7 judges a floor on it
-        ...(w.quiet && { held: (bytes: number) => (held = bytes) }),
-      };
-      const r = await advanceIdleSlot(this.ctx, w.ref, w.connector, hooks).catch((err) => {
-        this.log.warn({ err, project: w.ref }, 'advancing an idle slot failed or was cancelled; resuming its connector instead');
-        return 'pending' as const;
-      });
-      this.#current = null;
-      this.#queue.delete(w.ref);
-      if (r === 'advanced') {
-        this.#advancedAt.set(w.ref, Date.now());
-        // only step 7's passes judge a floor: what a busy cluster's advance leaves is its pace
-        if (w.quiet && held !== undefined) this.#floors.advanced(w.ref, held, this.ctx.cfg.CAPTURE_IDLE_QUIET_WAL);
-        else this.#floors.forget(w.ref);
-        idleSlotAdvances.inc({ how: how.peeked ? 'peek' : 'counters' });
-        const shown = how.peeked ? 'a peek showed it' : 'its write counters showed it; no peek';
-        const why = w.quiet ? quietReason(w.quiet) : "it held more than CAPTURE_IDLE_MAX_WAL of the cluster's WAL";
-        this.log.info(
-          { project: w.ref, connector: w.connector, peeked: how.peeked, peek_because: how.because, quiet: w.quiet !== undefined, held_after: held },
-          `idle slot advanced: ${why}, none of it a message (${shown})`,
-        );
-      }
-      else if (r === 'pending') this.#resume.set(w.ref, w);
-    }
-  }
 }

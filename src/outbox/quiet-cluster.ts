@@ -18,7 +18,10 @@
 // CAPTURE_IDLE_QUIET_WAL more; the WAL it decodes is WAL the next wake, refresh or step 6 would
 // have decoded anyway. A busy cluster is left to step 6, as before.
 //
-// One advance does not empty a slot; two do. PostgreSQL moves restart_lsn only to a snapshot it
+// A slot whose database the write counters prove unwritten since the stop (the usual case) is not
+// advanced but replaced by a new slot (slot-swap.ts), which holds next to nothing at once. The
+// rest of this paragraph is about slots that must be advanced (peeked first, or a transaction
+// open in the cluster keeps a new slot from being created). One advance does not empty a slot; two do. PostgreSQL moves restart_lsn only to a snapshot it
 // took at a running-transactions record (logged every 15 s while WAL is written, up to ~25 s apart
 // when the background writer hibernates), and while decoding past the slot's confirmed position it
 // takes only the first such record as its candidate, applied when the advance confirms its end

@@ -29,7 +29,8 @@ import { connectorRestarts, connectorStates, slotCaptureLagSecondsMax, slotRetai
 import type { ConnectorStatus } from '../kafka/index.js';
 import { templatePollInterval } from './connector.js';
 import { refreshProjectOutbox } from './service.js';
-import { IdleSlotAdvancer, setCaptureIdle, stopIdleConnector } from './idle-capture.js';
+import { setCaptureIdle, stopIdleConnector } from './idle-capture.js';
+import { IdleSlotAdvancer } from './slot-advancer.js';
 import { wakeIdleProjects, WakeResumer } from './wake.js';
 import { readSlotFigures, type SlotInfo } from './slot-figures.js';
 import { applySpeed, recentMessagesCap, wantedSpeed, type CaptureSpeed } from './capture-speed.js';

@@ -19,7 +19,8 @@
 // (supervisor.ts, #one, RESUME_APPLIED_MS); a resume that fails there leaves the same state, and the
 // check finishes it. integration/wake-resume.test.ts holds a resume mid-way on purpose.
 import type { AppContext } from '../context.js';
-import { IdleSlotAdvancer, projectsToWake, setCaptureIdle, type IdleProject, type Wake } from './idle-capture.js';
+import { projectsToWake, setCaptureIdle, type IdleProject, type Wake } from './idle-capture.js';
+import { IdleSlotAdvancer } from './slot-advancer.js';
 
 type Ctx = Pick<AppContext, 'db' | 'connect' | 'cfg' | 'projectDbs' | 'log'>;
 type Log = Pick<Ctx['log'], 'info' | 'warn'>;

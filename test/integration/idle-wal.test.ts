@@ -9,9 +9,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idleSlotAdvances } from '../../src/lib/metrics.js';
-import { advanceIdleSlot } from '../../src/outbox/idle-capture.js';
+import { advanceIdleSlot, type AdvanceHow } from '../../src/outbox/idle-capture.js';
 import { slotName } from '../../src/outbox/index.js';
 import { QUIET_AFTER_MS, whyNotQuiet } from '../../src/outbox/quiet-database.js';
+import { swapSlotName } from '../../src/outbox/slot-swap.js';
 import { eventually, sql, stack } from '../helpers/env.js';
 import { startIdleCapture, type IdleCaptureFixture } from '../helpers/idle-capture.js';
 
@@ -33,6 +34,7 @@ describe('idle capture: WAL held by an idle slot', () => {
   // the test's own to the project's database, opened while the supervisor judges whether the
   // counters prove the database unwritten, is a backend not yet settled, and makes it peek (the
   // first test below then saw a peek on its second advance, CI 2026-11-28).
+  const slot = () => slotName(f.project.ref, f.svc.cfg.TOPIC_PREFIX);
   const retained = async () =>
     Number((await sql(stack().adminDatabaseUrl, 'select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::float8 as r from pg_replication_slots where slot_name = $1', [slotName(f.project.ref, f.svc.cfg.TOPIC_PREFIX)])).rows[0].r);
 
@@ -41,7 +43,7 @@ describe('idle capture: WAL held by an idle slot', () => {
   const readersIn = async () =>
     (await sql(f.project.databaseUrl, `select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'integrations:wake'`)).rows[0].n as number;
 
-  const advances = async (how: 'counters' | 'peek') => (await idleSlotAdvances.get()).values.find((v) => v.labels.how === how)?.value ?? 0;
+  const advances = async (how: 'counters' | 'peek' | 'replaced') => (await idleSlotAdvances.get()).values.find((v) => v.labels.how === how)?.value ?? 0;
 
   /** Backends of the project's database, other than the service's statistics readers, active or idle for less than `ms`. */
   const unsettled = async (ms: number) =>
@@ -61,7 +63,7 @@ describe('idle capture: WAL held by an idle slot', () => {
     // every connection to the project's database has published its counters for certain (idle for
     // QUIET_AFTER), so the counters can stand in for the peek (quiet-database.ts)
     await eventually(async () => (await unsettled(QUIET_AFTER_MS + 1000)).length === 0, 60_000, 'connections to the project database to settle');
-    const [byCounters, byPeek] = [await advances('counters'), await advances('peek')];
+    const [byReplaced, byPeek] = [await advances('replaced'), await advances('peek')];
     // another database of the cluster writes 64 MB of WAL; nothing is written to the project's
     await sql(stack().adminDatabaseUrl, `create table ${table} (x text)`);
     await sql(stack().adminDatabaseUrl, `insert into ${table} select repeat(md5(g::text), 32) from generate_series(1, 60000) g`);
@@ -73,11 +75,65 @@ describe('idle capture: WAL held by an idle slot', () => {
     await eventually(async () => (await retained()) < 32 * 1024 * 1024, 60_000, 'the slot to advance');
     expect(await f.supervised()).toMatchObject({ state: 'idle', stopped_at: stoppedAt });
     expect(await f.connectState()).toBe('STOPPED');
-    expect((await advances('counters')) - byCounters).toBeGreaterThan(0);
+    // the counters proved it, so the slot was replaced by a new one (slot-swap.ts), not decoded
+    expect((await advances('replaced')) - byReplaced).toBeGreaterThan(0);
     expect((await advances('peek')) - byPeek).toBe(0);
     // nothing lost: a row committed now wakes it and arrives
     await f.insert('after');
     await eventually(async () => f.notes().includes('after'), 60_000, 'the row after');
+  });
+
+  // The replacement (slot-swap.ts) creates a new slot, proves with the counters that nothing
+  // uncaptured lies before its start, then drops the connector's slot and copies the new one under
+  // its name. A row committed after the proof and before the drop (here, by the `enter` hook, which
+  // runs just before it) is after the new slot's start: the copy must hold it, and it must arrive.
+  // A slot created after the proof, or copied from the WAL's end, would lose it. Before that, a
+  // transaction holding an xid open elsewhere in the cluster (a new slot would wait for it) makes
+  // the advance fall back to pg_replication_slot_advance, the counters still standing in for the peek.
+  it('replaces an idle slot in one step, falls back to advancing it while a transaction holds the cluster, and loses nothing committed during the replacement', async () => {
+    await eventually(async () => (await f.supervised())?.state === 'idle', 120_000, 'the project to be idle again');
+    await f.settledIdle();
+    const give = await f.holdSupervision();
+    const admin = new pg.Client({ connectionString: stack().adminDatabaseUrl });
+    await admin.connect();
+    try {
+      await eventually(async () => (await readersIn()) === 0, 30_000, "the service's statistics readers to close");
+      await eventually(async () => (await unsettled(QUIET_AFTER_MS + 1000)).length === 0, 60_000, 'connections to the project database to settle');
+      expect((await f.supervised()).state).toBe('idle');
+      await sql(stack().adminDatabaseUrl, `create table if not exists ${table} (x text)`);
+      const advance = async (enter?: () => Promise<boolean>) => {
+        let how: { how: AdvanceHow; because?: string } | undefined;
+        const r = await advanceIdleSlot(f.svc.ctx, f.project.ref, f.connector, { backend: () => {}, stopped: () => false, own: () => [], decided: (h) => (how = h), enter });
+        return { r, ...how };
+      };
+
+      // a transaction with an xid, open over a second, in another database of the cluster
+      await admin.query(`begin; insert into ${table} values ('held open')`);
+      await new Promise((r) => setTimeout(r, 1500));
+      const held = await advance();
+      expect(held).toMatchObject({ r: 'advanced', how: 'counters' });
+      expect(held.because).toMatch(/xid has been open over a second/);
+      await admin.query('rollback');
+
+      // replaced, with a row committed between the proof and the drop
+      await sql(stack().adminDatabaseUrl, `insert into ${table} select repeat(md5(g::text), 32) from generate_series(1, 20000) g`);
+      expect(await retained()).toBeGreaterThan(4 * 1024 * 1024);
+      const swapped = await advance(async () => {
+        await f.insert('during the replacement');
+        return true;
+      });
+      expect(swapped).toMatchObject({ r: 'advanced', how: 'replaced' });
+      // the new slot starts where the WAL ended: it holds next to nothing of the filler
+      expect(await retained()).toBeLessThan(1024 * 1024);
+      const slots = (await sql(stack().adminDatabaseUrl, `select slot_name, temporary, active from pg_replication_slots where slot_name in ($1, $2)`, [slot(), swapSlotName(slot())])).rows;
+      expect(slots).toEqual([{ slot_name: slot(), temporary: false, active: false }]);
+    } finally {
+      await admin.end().catch(() => {});
+      await give();
+    }
+    // the write wakes the project, and its row comes out of the copied slot, once
+    await eventually(async () => f.notes().includes('during the replacement'), 60_000, 'the row committed during the replacement');
+    expect(f.notes().filter((n) => n === 'during the replacement')).toHaveLength(1);
   });
 
   // The advance runs in the background (IdleSlotAdvancer), so a wake never waits behind one. Run O
