@@ -11,7 +11,7 @@ import { onStopSignals, watchParent } from './lib/shutdown.js';
 import { startWorkers, type Worker } from './delivery/index.js';
 import { bootstrapDevProject, firstRunGuide } from './admin/index.js';
 import { devMailSinkEnabled, startDevMailSink, closeEmailTransports } from './email/index.js';
-import { refreshEnabledOutboxes } from './outbox/index.js';
+import { checkDebeziumVersion, refreshEnabledOutboxes } from './outbox/index.js';
 import { startMetricsServer } from './lib/metrics.js';
 
 async function main() {
@@ -66,7 +66,7 @@ async function main() {
   if (metrics) log.info(`metrics on http://${cfg.METRICS_HOST}:${metrics.port}/metrics`);
 
   // in the background: connectors and schemas of projects enabled by an older build pick up this one's
-  const refreshing = refreshEnabledOutboxes(ctx).catch((err) => log.error({ err }, 'refreshing enabled outboxes failed'));
+  const refreshing = Promise.all([checkDebeziumVersion(ctx), refreshEnabledOutboxes(ctx).catch((err) => log.error({ err }, 'refreshing enabled outboxes failed'))]);
 
   running.stop = async (signal: string) => {
     log.info({ signal, drain_timeout_ms: cfg.SHUTDOWN_DRAIN_TIMEOUT }, 'shutting down: no new work; finishing deliveries in flight (a second signal stops at once)');

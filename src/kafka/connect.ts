@@ -172,6 +172,13 @@ export class ConnectClient {
     return { txId: String(offset.txId), lsn: `${(n >> 32n).toString(16).toUpperCase()}/${(n & 0xffffffffn).toString(16).toUpperCase()}` };
   }
 
+  /** The version of a connector plugin installed in Connect (GET /connector-plugins), or null if it is not there. */
+  async pluginVersion(className: string): Promise<string | null> {
+    const r = await this.call('GET', '/connector-plugins');
+    const found = Array.isArray(r.json) ? r.json.find((p: { class?: string }) => p.class === className) : undefined;
+    return typeof found?.version === 'string' ? found.version : null;
+  }
+
   async list(): Promise<string[]> {
     const r = await this.call('GET', '/connectors');
     return Array.isArray(r.json) ? r.json : [];

@@ -9,3 +9,4 @@ export * from './supervisor.js';
 export * from './idle-capture.js';
 export * from './row-filter.js';
 export * from './backfill.js';
+export * from './debezium-version.js';

@@ -3,6 +3,7 @@
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { enableOutbox as enable, disableOutbox as disable, refreshOutbox, SlotWaitError, type OutboxEnv, type RefreshResult } from './enable.js';
+import { idleCaptureHazard, POSTGRES_CONNECTOR_CLASS } from './debezium-version.js';
 
 export function outboxEnv(ctx: Pick<AppContext, 'connect' | 'cfg' | 'topics'>): OutboxEnv {
   return {
@@ -112,6 +113,24 @@ export async function refreshProjectOutbox(ctx: Pick<AppContext, 'db' | 'connect
     const still = await ctx.db.query('select 1 from projects where ref = $1 and outbox_enabled_at is not null', [ref]);
     return still.rowCount ? refreshOutbox(outboxEnv(ctx), ref, await ctx.projectDbs.url(ref)) : null;
   });
+}
+
+/**
+ * At start: which Debezium Kafka Connect runs, logged, with an error when it has no PostgreSQL
+ * connector and a warning when it would fail idle projects' connectors (debezium-version.ts).
+ * Returns what it found; never throws (Connect away: the supervisor's checks say so).
+ */
+export async function checkDebeziumVersion(ctx: Pick<AppContext, 'connect' | 'cfg' | 'log'>): Promise<{ version: string | null; hazard: string | null } | null> {
+  const version = await ctx.connect.pluginVersion(POSTGRES_CONNECTOR_CLASS).catch(() => undefined);
+  if (version === undefined) return null;
+  if (version === null) {
+    ctx.log.error(`Kafka Connect has no ${POSTGRES_CONNECTOR_CLASS} plugin: no outbox can be captured (install Debezium's PostgreSQL connector 3.1.x in its plugin.path)`);
+    return { version, hazard: null };
+  }
+  const hazard = ctx.cfg.CAPTURE_IDLE_AFTER > 0 ? idleCaptureHazard(version) : null;
+  if (hazard) ctx.log.warn({ debezium: version }, hazard);
+  else ctx.log.info({ debezium: version }, 'Kafka Connect runs Debezium');
+  return { version, hazard };
 }
 
 /**

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { ConnectClient } from '../../src/kafka/index.js';
 import { connectorName, renderConnectorConfig } from '../../src/outbox/index.js';
 import { baseSchemaVersion, disableOutbox, enableOutbox, refreshOutbox, type OutboxEnv } from '../../src/outbox/enable.js';
-import { refreshEnabledOutboxes } from '../../src/outbox/service.js';
+import { checkDebeziumVersion, refreshEnabledOutboxes } from '../../src/outbox/service.js';
 import { installWebhookTrigger } from '../../src/outbox/webhook-triggers.js';
 import { armMessages, chooseMessagePrefix, databaseNow, MESSAGE_PREFIX_KEY, MESSAGE_PREFIX_PATTERN } from '../../src/outbox/messages.js';
 import { applySpeed, POLL_KEY } from '../../src/outbox/capture-speed.js';
@@ -55,6 +55,20 @@ describe('refreshing an enabled outbox', () => {
       await consumer.disconnect();
     }
   };
+
+  // At start the service reads the Debezium version from the real Connect (GET /connector-plugins)
+  // and warns when it would fail idle projects' connectors (3.2 and later); the stack's 3.1.2 passes.
+  it('reads the Debezium version Kafka Connect runs, and accepts the 3.1 of the stack', async () => {
+    const logged: { level: string; msg: string }[] = [];
+    const log = { info: (_o: object, msg: string) => logged.push({ level: 'info', msg }), warn: (_o: object, msg: string) => logged.push({ level: 'warn', msg }), error: (msg: string) => logged.push({ level: 'error', msg }) };
+    const connect = new ConnectClient(stack().connectUrl);
+    const found = await checkDebeziumVersion({ connect, cfg: { CAPTURE_IDLE_AFTER: 600_000 } as Config, log: log as never });
+    expect(found?.version).toMatch(/^3\.1\.\d+\./);
+    expect(found?.hazard).toBeNull();
+    expect(logged).toEqual([{ level: 'info', msg: 'Kafka Connect runs Debezium' }]);
+    // Connect away: nothing claimed, nothing thrown
+    expect(await checkDebeziumVersion({ connect: new ConnectClient('http://127.0.0.1:1'), cfg: { CAPTURE_IDLE_AFTER: 600_000 } as Config, log: log as never })).toBeNull();
+  });
 
   beforeAll(async () => {
     dbUrl = await createDatabase(dbName);
