@@ -82,10 +82,11 @@ export async function swapIdleSlot(c: pg.Client, slot: string, proof: SwapProof)
   try {
     await c.query(`select pg_create_logical_replication_slot($1, 'pgoutput', true)`, [swap]);
   } catch (e) {
+    // a failed creation leaves nothing behind: advance instead (all slots in use, 53400, must not
+    // resume every idle project whose slot comes due)
     const code = (e as { code?: string }).code;
-    if (code === '57014') return { swapped: false, why: `creating the replacement slot waited over ${SWAP_WAIT_MS} ms for running transactions` };
-    if (code === '42710') return { swapped: false, why: `a slot named ${swap} exists` };
-    throw e;
+    if (code === '57014') return { swapped: false, why: `creating the replacement slot waited over ${SWAP_WAIT_MS} ms for running transactions (or was cancelled)` };
+    return { swapped: false, why: `creating the replacement slot failed: ${(e as Error).message}` };
   } finally {
     await c.query(`select set_config('statement_timeout', '0', false)`);
   }

@@ -89,8 +89,9 @@ describe('idle capture: WAL held by an idle slot', () => {
   // runs just before it) is after the new slot's start: the copy must hold it, and it must arrive.
   // A slot created after the proof, or copied from the WAL's end, would lose it. Before that, a
   // transaction holding an xid open elsewhere in the cluster (a new slot would wait for it) makes
-  // the advance fall back to pg_replication_slot_advance, the counters still standing in for the peek.
-  it('replaces an idle slot in one step, falls back to advancing it while a transaction holds the cluster, and loses nothing committed during the replacement', async () => {
+  // the advance fall back to pg_replication_slot_advance, the counters still standing in for the
+  // peek, and so does a new slot that cannot be created (never a resume of the connector).
+  it('replaces an idle slot in one step, falls back to advancing it while a transaction holds the cluster or the new slot cannot be made, and loses nothing committed during the replacement', async () => {
     await eventually(async () => (await f.supervised())?.state === 'idle', 120_000, 'the project to be idle again');
     await f.settledIdle();
     const give = await f.holdSupervision();
@@ -114,6 +115,21 @@ describe('idle capture: WAL held by an idle slot', () => {
       expect(held).toMatchObject({ r: 'advanced', how: 'counters' });
       expect(held.because).toMatch(/xid has been open over a second/);
       await admin.query('rollback');
+
+      // the new slot cannot be created, every slot of the cluster being in use (filled here with
+      // physical slots that reserve no WAL; this file runs on a cluster of its own): advanced
+      const fill = `fill_${process.pid}_`;
+      try {
+        for (let i = 0; ; i++) {
+          const made = await admin.query('select pg_create_physical_replication_slot($1)', [fill + i]).then(() => true, (e: { code?: string }) => (e.code === '53400' ? false : Promise.reject(e)));
+          if (!made) break;
+        }
+        const full = await advance();
+        expect(full).toMatchObject({ r: 'advanced', how: 'counters' });
+        expect(full.because).toMatch(/^creating the replacement slot failed: /);
+      } finally {
+        await admin.query(`select pg_drop_replication_slot(slot_name) from pg_replication_slots where slot_name like $1`, [`${fill}%`]);
+      }
 
       // replaced, with a row committed between the proof and the drop
       await sql(stack().adminDatabaseUrl, `insert into ${table} select repeat(md5(g::text), 32) from generate_series(1, 20000) g`);
