@@ -14,7 +14,8 @@
 //  1. Skip (the caller advances as before) when a transaction holding an xid anywhere in the
 //     cluster has been open for over a second, or a prepared transaction exists: creating a slot
 //     waits for every such transaction to end (snapbuild.c, SnapBuildWaitSnapshot).
-//  2. Create a TEMPORARY slot under a second name (swapSlotName), with a statement timeout. It
+//  2. Create a TEMPORARY slot under a second name (swapSlotName), with a statement timeout (a
+//     creation that fails, for any reason, leaves nothing behind: advance instead). It
 //     belongs to this session: any failure, cancel or crash from here drops it with the session,
 //     and nothing is left pinning WAL.
 //  3. Prove with the write counters (whyNotQuiet, the same proof step 6 uses to skip its peek) that
