@@ -83,7 +83,7 @@ async function webhook(svc: BenchService, body: Record<string, unknown>): Promis
 
 /**
  * What `npm start` runs: its node flags and its entry point (`exec node --max-old-space-size=256
- * --enable-source-maps dist/src/main.js` → those two flags, and dist/src/main.js). Compiled by the
+ * --single-threaded-gc --enable-source-maps dist/src/main.js` → those three flags, and dist/src/main.js). Compiled by the
  * same script as npm start's prestart (scripts/build-service.mjs), so the benchmark measures the
  * service as it is started.
  */
