@@ -17,6 +17,7 @@ import { repoRoot } from '../config.js';
 import { ConnectClient } from '../kafka/index.js';
 import { connectorName, publicationName, renderConnectorConfig, slotName } from './connector.js';
 import { POLL_KEY } from './capture-speed.js';
+import { createLogicalSlot } from './slot-create.js';
 import { armMessages, chooseMessagePrefix, databaseNow, disarmUnlessRead, olderSchema, readMessagePrefix } from './messages.js';
 
 const baseSchemaSql = readFileSync(path.join(repoRoot, 'src', 'outbox', 'sql', 'base-schema.sql'), 'utf8');
@@ -142,31 +143,23 @@ export async function enableOutbox(env: OutboxEnv, ref: string, databaseUrl: str
 }
 
 async function createSlot(c: pg.Client, slot: string, waitMs: number): Promise<void> {
-  await c.query(`select set_config('statement_timeout', $1, false)`, [String(waitMs)]);
-  const started = performance.now();
-  try {
-    await c.query(`select pg_create_logical_replication_slot($1, 'pgoutput')`, [slot]);
-  } catch (e) {
-    if ((e as { code?: string }).code !== '57014') return ignoreDuplicate(e as { code?: string });
-    // 57014 is also an operator's pg_cancel_backend: that is no slot wait, so it fails as it is
-    // (told apart by time, since the message is translated under lc_messages; the server's timer
-    // starts after ours, so a real timeout always measures at least waitMs here)
-    if (waitMs === 0 || performance.now() - started < waitMs - 50) throw e;
-    // query_canceled by the statement timeout: what was it waiting for?
-    await c.query(`select set_config('statement_timeout', '5s', false)`);
-    // oldest xid first (xact_start is null for other roles' sessions without pg_read_all_stats);
-    // prepared transactions hold the slot up too and are not sessions
-    const open = await c.query<SlotBlocker>(
-      `select * from (
-         select pid, datname as database, application_name as application, state, xact_start::text as xact_start, age(backend_xid) as age
-           from pg_stat_activity where backend_xid is not null and pid <> pg_backend_pid()
-         union all
-         select null, database, 'prepared transaction ' || gid, 'prepared', prepared::text, age(transaction)
-           from pg_prepared_xacts) t
-       order by age desc limit 5`,
-    );
-    throw new SlotWaitError(waitMs, open.rows);
-  }
+  const r = await createLogicalSlot(c, slot, { waitMs });
+  if (r.created || r.code === '42710') return; // 42710: a concurrent enable got there first
+  // anything but the slot wait (an operator's cancel among them) fails as it is
+  if (!r.waited) throw r.error;
+  // what was it waiting for? Oldest xid first (xact_start is null for other roles' sessions
+  // without pg_read_all_stats); prepared transactions hold the slot up too and are not sessions
+  await c.query(`select set_config('statement_timeout', '5s', false)`);
+  const open = await c.query<SlotBlocker>(
+    `select * from (
+       select pid, datname as database, application_name as application, state, xact_start::text as xact_start, age(backend_xid) as age
+         from pg_stat_activity where backend_xid is not null and pid <> pg_backend_pid()
+       union all
+       select null, database, 'prepared transaction ' || gid, 'prepared', prepared::text, age(transaction)
+         from pg_prepared_xacts) t
+     order by age desc limit 5`,
+  );
+  throw new SlotWaitError(waitMs, open.rows);
 }
 
 export interface RefreshResult {

@@ -41,6 +41,7 @@
 // not be captured. /health reports the slot missing (slot-figures.ts).
 import type pg from 'pg';
 import { whyNotQuiet, type OwnBackend } from './quiet-database.js';
+import { createLogicalSlot } from './slot-create.js';
 
 /** How long creating the replacement may wait for running transactions before the caller advances instead. */
 export const SWAP_WAIT_MS = 2_000;
@@ -79,17 +80,12 @@ export async function swapIdleSlot(c: pg.Client, slot: string, proof: SwapProof)
     )
   ).rows[0].blocked as boolean;
   if (blocked) return { swapped: false, why: 'a transaction holding an xid has been open over a second (a new slot would wait for it)' };
-  await c.query(`select set_config('statement_timeout', $1, false)`, [String(SWAP_WAIT_MS)]);
-  try {
-    await c.query(`select pg_create_logical_replication_slot($1, 'pgoutput', true)`, [swap]);
-  } catch (e) {
-    // a failed creation leaves nothing behind: advance instead (all slots in use, 53400, must not
-    // resume every idle project whose slot comes due)
-    const code = (e as { code?: string }).code;
-    if (code === '57014') return { swapped: false, why: `creating the replacement slot waited over ${SWAP_WAIT_MS} ms for running transactions (or was cancelled)` };
-    return { swapped: false, why: `creating the replacement slot failed: ${(e as Error).message}` };
-  } finally {
-    await c.query(`select set_config('statement_timeout', '0', false)`);
+  const made = await createLogicalSlot(c, swap, { waitMs: SWAP_WAIT_MS, temporary: true });
+  // a failed creation leaves nothing behind: advance instead (all slots in use, 53400, must not
+  // resume every idle project whose slot comes due)
+  if (!made.created) {
+    if (made.code === '57014') return { swapped: false, why: `creating the replacement slot waited over ${SWAP_WAIT_MS} ms for running transactions (or was cancelled)` };
+    return { swapped: false, why: `creating the replacement slot failed: ${made.error.message}` };
   }
   const because = await whyNotQuiet(c, proof.w0, proof.own);
   if (because !== null) {
