@@ -11,7 +11,7 @@ import { onStopSignals, watchParent } from './lib/shutdown.js';
 import { startWorkers, type Worker } from './delivery/index.js';
 import { bootstrapDevProject, firstRunGuide } from './admin/index.js';
 import { devMailSinkEnabled, startDevMailSink, closeEmailTransports } from './email/index.js';
-import { checkDebeziumVersion, refreshEnabledOutboxes } from './outbox/index.js';
+import { refreshEnabledOutboxes, watchDebeziumVersion } from './outbox/index.js';
 import { startMetricsServer } from './lib/metrics.js';
 
 async function main() {
@@ -66,7 +66,9 @@ async function main() {
   if (metrics) log.info(`metrics on http://${cfg.METRICS_HOST}:${metrics.port}/metrics`);
 
   // in the background: connectors and schemas of projects enabled by an older build pick up this one's
-  const refreshing = Promise.all([checkDebeziumVersion(ctx), refreshEnabledOutboxes(ctx).catch((err) => log.error({ err }, 'refreshing enabled outboxes failed'))]);
+  // and which Debezium Connect runs, now and whenever Connect comes back (service.ts)
+  const debezium = watchDebeziumVersion(ctx);
+  const refreshing = Promise.all([debezium.first, refreshEnabledOutboxes(ctx).catch((err) => log.error({ err }, 'refreshing enabled outboxes failed'))]);
 
   running.stop = async (signal: string) => {
     log.info({ signal, drain_timeout_ms: cfg.SHUTDOWN_DRAIN_TIMEOUT }, 'shutting down: no new work; finishing deliveries in flight (a second signal stops at once)');
@@ -81,6 +83,7 @@ async function main() {
       await app?.close();
       // consumers finish in-flight attempts (up to SHUTDOWN_DRAIN_TIMEOUT), commit and leave their groups
       await Promise.all(workers.map((w) => w.stop()));
+      debezium.stop();
       await refreshing;
       closeEmailTransports(ctx);
       await mailSink?.stop();

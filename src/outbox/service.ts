@@ -115,22 +115,78 @@ export async function refreshProjectOutbox(ctx: Pick<AppContext, 'db' | 'connect
   });
 }
 
-/**
- * At start: which Debezium Kafka Connect runs, logged, with an error when it has no PostgreSQL
- * connector and a warning when it would fail idle projects' connectors (debezium-version.ts).
- * Returns what it found; never throws (Connect away: the supervisor's checks say so).
- */
-export async function checkDebeziumVersion(ctx: Pick<AppContext, 'connect' | 'cfg' | 'log'>): Promise<{ version: string | null; hazard: string | null } | null> {
+type VersionCtx = Pick<AppContext, 'connect' | 'cfg' | 'log'>;
+export interface DebeziumFound {
+  /** as Connect's /connector-plugins gives it (e.g. "3.1.2.Final"); null: no PostgreSQL connector */
+  version: string | null;
+  /** why this version fails idle projects' connectors (debezium-version.ts), or null */
+  hazard: string | null;
+}
+
+/** Which Debezium Kafka Connect runs, or null when Connect does not answer. Never throws, logs nothing. */
+async function readDebeziumVersion(ctx: VersionCtx): Promise<DebeziumFound | null> {
   const version = await ctx.connect.pluginVersion(POSTGRES_CONNECTOR_CLASS).catch(() => undefined);
   if (version === undefined) return null;
-  if (version === null) {
-    ctx.log.error(`Kafka Connect has no ${POSTGRES_CONNECTOR_CLASS} plugin: no outbox can be captured (install Debezium's PostgreSQL connector 3.1.x in its plugin.path)`);
-    return { version, hazard: null };
-  }
-  const hazard = ctx.cfg.CAPTURE_IDLE_AFTER > 0 ? idleCaptureHazard(version) : null;
-  if (hazard) ctx.log.warn({ debezium: version }, hazard);
-  else ctx.log.info({ debezium: version }, 'Kafka Connect runs Debezium');
-  return { version, hazard };
+  return { version, hazard: version !== null && ctx.cfg.CAPTURE_IDLE_AFTER > 0 ? idleCaptureHazard(version) : null };
+}
+
+/** An error when Connect has no PostgreSQL connector, a warning with what to do for a hazardous version, else info. */
+function reportDebeziumVersion(ctx: VersionCtx, found: DebeziumFound, was?: string | null): void {
+  const fields = was === undefined ? {} : { was };
+  if (found.version === null) {
+    ctx.log.error(fields, `Kafka Connect has no ${POSTGRES_CONNECTOR_CLASS} plugin: no outbox can be captured (install Debezium's PostgreSQL connector 3.1.x in its plugin.path)`);
+  } else if (found.hazard) ctx.log.warn({ debezium: found.version, ...fields }, found.hazard);
+  else ctx.log.info({ debezium: found.version, ...fields }, 'Kafka Connect runs Debezium');
+}
+
+/**
+ * Which Debezium Kafka Connect runs, logged: an error when it has no PostgreSQL connector and a
+ * warning when it would fail idle projects' connectors (debezium-version.ts). Returns what it
+ * found, or null when Connect does not answer (nothing is claimed then). Never throws.
+ */
+export async function checkDebeziumVersion(ctx: VersionCtx): Promise<DebeziumFound | null> {
+  const found = await readDebeziumVersion(ctx);
+  if (found) reportDebeziumVersion(ctx, found);
+  return found;
+}
+
+/** How often the running service reads the version again (a Connect restarted with another Debezium). */
+export const DEBEZIUM_VERSION_EVERY_MS = 60_000;
+/** How often it tries while Connect does not answer. */
+export const DEBEZIUM_VERSION_RETRY_MS = 10_000;
+
+/**
+ * checkDebeziumVersion at start, then again every `everyMs`, or every `retryMs` while Connect does
+ * not answer: a Connect that is away when the service starts is checked once it answers, and one
+ * restarted with another Debezium (an upgrade) is checked again. Logs only what is new: the first
+ * answer and a changed version (with `was`). `first`: the first read's result.
+ */
+export function watchDebeziumVersion(
+  ctx: VersionCtx,
+  { everyMs = DEBEZIUM_VERSION_EVERY_MS, retryMs = DEBEZIUM_VERSION_RETRY_MS } = {},
+): { first: Promise<DebeziumFound | null>; stop(): void } {
+  let seen: string | null | undefined; // undefined: no answer yet
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const read = async (): Promise<DebeziumFound | null> => {
+    const found = await readDebeziumVersion(ctx);
+    if (found && found.version !== seen) {
+      reportDebeziumVersion(ctx, found, seen);
+      seen = found.version;
+    }
+    if (!stopped) {
+      timer = setTimeout(() => void read(), found ? everyMs : retryMs);
+      timer.unref();
+    }
+    return found;
+  };
+  return {
+    first: read(),
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }
 
 /**

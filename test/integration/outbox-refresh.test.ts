@@ -3,11 +3,12 @@
 // another base-schema.sql is re-installed, and an up-to-date project is left untouched.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
+import net, { type AddressInfo } from 'node:net';
 import pg from 'pg';
 import { ConnectClient } from '../../src/kafka/index.js';
 import { connectorName, renderConnectorConfig } from '../../src/outbox/index.js';
 import { baseSchemaVersion, disableOutbox, enableOutbox, refreshOutbox, type OutboxEnv } from '../../src/outbox/enable.js';
-import { checkDebeziumVersion, refreshEnabledOutboxes } from '../../src/outbox/service.js';
+import { checkDebeziumVersion, refreshEnabledOutboxes, watchDebeziumVersion } from '../../src/outbox/service.js';
 import { installWebhookTrigger } from '../../src/outbox/webhook-triggers.js';
 import { armMessages, chooseMessagePrefix, databaseNow, MESSAGE_PREFIX_KEY, MESSAGE_PREFIX_PATTERN } from '../../src/outbox/messages.js';
 import { applySpeed, POLL_KEY } from '../../src/outbox/capture-speed.js';
@@ -68,6 +69,45 @@ describe('refreshing an enabled outbox', () => {
     expect(logged).toEqual([{ level: 'info', msg: 'Kafka Connect runs Debezium' }]);
     // Connect away: nothing claimed, nothing thrown
     expect(await checkDebeziumVersion({ connect: new ConnectClient('http://127.0.0.1:1'), cfg: { CAPTURE_IDLE_AFTER: 600_000 } as Config, log: log as never })).toBeNull();
+  });
+
+  // The running service reads the version again: a Connect away at start (here: a TCP forwarder to
+  // the real Connect that drops every connection until told otherwise) is read once it answers, and
+  // an unchanged version is read again without being logged again.
+  it('watches the version: read once Connect answers, not logged again while unchanged', async () => {
+    const upstream = new URL(stack().connectUrl);
+    let away = true;
+    let reads = 0;
+    const forwarder = net.createServer((sock) => {
+      if (away) return void sock.destroy();
+      const up = net.connect(Number(upstream.port), upstream.hostname);
+      sock.on('data', (d) => (reads += d.toString('latin1').split('GET /connector-plugins').length - 1));
+      sock.pipe(up).pipe(sock);
+      up.on('error', () => sock.destroy());
+      sock.on('error', () => up.destroy());
+    });
+    await new Promise<void>((r) => forwarder.listen(0, '127.0.0.1', r));
+    const logged: { level: string; msg: string }[] = [];
+    const log = { info: (_o: object, msg: string) => logged.push({ level: 'info', msg }), warn: (_o: object, msg: string) => logged.push({ level: 'warn', msg }), error: (_o: object, msg: string) => logged.push({ level: 'error', msg }) };
+    const connect = new ConnectClient(`http://127.0.0.1:${(forwarder.address() as AddressInfo).port}`);
+    const watch = watchDebeziumVersion({ connect, cfg: { CAPTURE_IDLE_AFTER: 600_000 } as Config, log: log as never }, { everyMs: 100, retryMs: 100 });
+    try {
+      expect(await watch.first).toBeNull(); // away: nothing claimed
+      await new Promise((r) => setTimeout(r, 300)); // a few retries, still away
+      expect(logged).toEqual([]);
+      away = false;
+      await eventually(async () => logged.length > 0, 10_000, 'the version read once Connect answers');
+      await eventually(async () => reads >= 5, 10_000, 'further reads of the version');
+      expect(logged).toEqual([{ level: 'info', msg: 'Kafka Connect runs Debezium' }]);
+    } finally {
+      watch.stop();
+      forwarder.close();
+    }
+    // stopped: no read after it (one already on its way when stop() came may still land)
+    await new Promise((r) => setTimeout(r, 150));
+    const after = reads;
+    await new Promise((r) => setTimeout(r, 400));
+    expect(reads).toBe(after);
   });
 
   beforeAll(async () => {
