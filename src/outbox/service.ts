@@ -139,27 +139,17 @@ function reportDebeziumVersion(ctx: VersionCtx, found: DebeziumFound, was?: stri
   else ctx.log.info({ debezium: found.version, ...fields }, 'Kafka Connect runs Debezium');
 }
 
-/**
- * Which Debezium Kafka Connect runs, logged: an error when it has no PostgreSQL connector and a
- * warning when it would fail idle projects' connectors (debezium-version.ts). Returns what it
- * found, or null when Connect does not answer (nothing is claimed then). Never throws.
- */
-export async function checkDebeziumVersion(ctx: VersionCtx): Promise<DebeziumFound | null> {
-  const found = await readDebeziumVersion(ctx);
-  if (found) reportDebeziumVersion(ctx, found);
-  return found;
-}
-
 /** How often the running service reads the version again (a Connect restarted with another Debezium). */
 export const DEBEZIUM_VERSION_EVERY_MS = 60_000;
 /** How often it tries while Connect does not answer. */
 export const DEBEZIUM_VERSION_RETRY_MS = 10_000;
 
 /**
- * checkDebeziumVersion at start, then again every `everyMs`, or every `retryMs` while Connect does
- * not answer: a Connect that is away when the service starts is checked once it answers, and one
- * restarted with another Debezium (an upgrade) is checked again. Logs only what is new: the first
- * answer and a changed version (with `was`). `first`: the first read's result.
+ * Which Debezium Kafka Connect runs, read at start, then again every `everyMs`, or every `retryMs`
+ * while Connect does not answer: a Connect that is away when the service starts is checked once it
+ * answers, and one restarted with another Debezium (an upgrade) is checked again. Logs only what is
+ * new (reportDebeziumVersion): the first answer and a changed version (with `was`). `first`: the
+ * first read's result, null when Connect did not answer (nothing is claimed then). Never rejects.
  */
 export function watchDebeziumVersion(
   ctx: VersionCtx,

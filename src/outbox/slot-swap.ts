@@ -84,7 +84,7 @@ export async function swapIdleSlot(c: pg.Client, slot: string, proof: SwapProof)
   // a failed creation leaves nothing behind: advance instead (all slots in use, 53400, must not
   // resume every idle project whose slot comes due)
   if (!made.created) {
-    if (made.code === '57014') return { swapped: false, why: `creating the replacement slot waited over ${SWAP_WAIT_MS} ms for running transactions (or was cancelled)` };
+    if (made.waited) return { swapped: false, why: `creating the replacement slot waited over ${SWAP_WAIT_MS} ms for running transactions` };
     return { swapped: false, why: `creating the replacement slot failed: ${made.error.message}` };
   }
   const because = await whyNotQuiet(c, proof.w0, proof.own);

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { ConnectClient } from '../../src/kafka/index.js';
 import { connectorName, renderConnectorConfig } from '../../src/outbox/index.js';
 import { baseSchemaVersion, disableOutbox, enableOutbox, refreshOutbox, type OutboxEnv } from '../../src/outbox/enable.js';
-import { checkDebeziumVersion, refreshEnabledOutboxes, watchDebeziumVersion } from '../../src/outbox/service.js';
+import { refreshEnabledOutboxes, watchDebeziumVersion } from '../../src/outbox/service.js';
 import { installWebhookTrigger } from '../../src/outbox/webhook-triggers.js';
 import { armMessages, chooseMessagePrefix, databaseNow, MESSAGE_PREFIX_KEY, MESSAGE_PREFIX_PATTERN } from '../../src/outbox/messages.js';
 import { applySpeed, POLL_KEY } from '../../src/outbox/capture-speed.js';
@@ -57,18 +57,35 @@ describe('refreshing an enabled outbox', () => {
     }
   };
 
+  /** A logger that keeps the level and message of each line, and which Debezium version watch reads through it. */
+  const recordingWatch = (connectUrl: string, intervals?: { everyMs: number; retryMs: number }) => {
+    const logged: { level: string; msg: string }[] = [];
+    const line = (level: string) => (_o: object, msg: string) => void logged.push({ level, msg });
+    const log = { info: line('info'), warn: line('warn'), error: line('error') };
+    const watch = watchDebeziumVersion({ connect: new ConnectClient(connectUrl), cfg: { CAPTURE_IDLE_AFTER: 600_000 } as Config, log: log as never }, intervals);
+    return { logged, watch };
+  };
+
   // At start the service reads the Debezium version from the real Connect (GET /connector-plugins)
   // and warns when it would fail idle projects' connectors (3.2 and later); the stack's 3.1.2 passes.
   it('reads the Debezium version Kafka Connect runs, and accepts the 3.1 of the stack', async () => {
-    const logged: { level: string; msg: string }[] = [];
-    const log = { info: (_o: object, msg: string) => logged.push({ level: 'info', msg }), warn: (_o: object, msg: string) => logged.push({ level: 'warn', msg }), error: (msg: string) => logged.push({ level: 'error', msg }) };
-    const connect = new ConnectClient(stack().connectUrl);
-    const found = await checkDebeziumVersion({ connect, cfg: { CAPTURE_IDLE_AFTER: 600_000 } as Config, log: log as never });
-    expect(found?.version).toMatch(/^3\.1\.\d+\./);
-    expect(found?.hazard).toBeNull();
-    expect(logged).toEqual([{ level: 'info', msg: 'Kafka Connect runs Debezium' }]);
-    // Connect away: nothing claimed, nothing thrown
-    expect(await checkDebeziumVersion({ connect: new ConnectClient('http://127.0.0.1:1'), cfg: { CAPTURE_IDLE_AFTER: 600_000 } as Config, log: log as never })).toBeNull();
+    const { logged, watch } = recordingWatch(stack().connectUrl);
+    try {
+      const found = await watch.first;
+      expect(found?.version).toMatch(/^3\.1\.\d+\./);
+      expect(found?.hazard).toBeNull();
+      expect(logged).toEqual([{ level: 'info', msg: 'Kafka Connect runs Debezium' }]);
+    } finally {
+      watch.stop();
+    }
+    // Connect away: nothing claimed, nothing thrown, nothing logged
+    const away = recordingWatch('http://127.0.0.1:1');
+    try {
+      expect(await away.watch.first).toBeNull();
+      expect(away.logged).toEqual([]);
+    } finally {
+      away.watch.stop();
+    }
   });
 
   // The running service reads the version again: a Connect away at start (here: a TCP forwarder to
@@ -87,10 +104,7 @@ describe('refreshing an enabled outbox', () => {
       sock.on('error', () => up.destroy());
     });
     await new Promise<void>((r) => forwarder.listen(0, '127.0.0.1', r));
-    const logged: { level: string; msg: string }[] = [];
-    const log = { info: (_o: object, msg: string) => logged.push({ level: 'info', msg }), warn: (_o: object, msg: string) => logged.push({ level: 'warn', msg }), error: (_o: object, msg: string) => logged.push({ level: 'error', msg }) };
-    const connect = new ConnectClient(`http://127.0.0.1:${(forwarder.address() as AddressInfo).port}`);
-    const watch = watchDebeziumVersion({ connect, cfg: { CAPTURE_IDLE_AFTER: 600_000 } as Config, log: log as never }, { everyMs: 100, retryMs: 100 });
+    const { logged, watch } = recordingWatch(`http://127.0.0.1:${(forwarder.address() as AddressInfo).port}`, { everyMs: 100, retryMs: 100 });
     try {
       expect(await watch.first).toBeNull(); // away: nothing claimed
       await new Promise((r) => setTimeout(r, 300)); // a few retries, still away
