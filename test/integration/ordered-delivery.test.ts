@@ -19,12 +19,21 @@ import { startTestService, type TestProject, type TestService } from '../helpers
 const STRESS = process.env.ORDERED_STRESS === '1';
 const ROWS = STRESS ? 200 : 100;
 const VERSIONS = STRESS ? 20 : 10;
-const RETRIES = { RETRY_DELAYS: '1s,1s,2s,2s,3s,3s,3s', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '6s', ENDPOINT_WINDOW_INITIAL: '64' };
+// Short steps, so the stress's 503s (never a message's fourth request) retry at once, and a last step
+// of ten minutes: a call whose receiver always fails ('stuck', r1, r2) stays its key's head in retry
+// for the whole file instead of running out of attempts before the other keys are delivered (in CI,
+// with the stuck key's 503s on the calls' own host, they took over a minute, and its first two calls
+// had ended dead by then).
+const RETRIES = { RETRY_DELAYS: '1s,1s,2s,2s,3s,3s,3s,10m', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '6s', ENDPOINT_WINDOW_INITIAL: '64' };
 
 /**
  * Keeps, per key, the highest version it acknowledged, and notes every request that carries an
  * older one. A fifth of the requests get 503 (never a message's fourth request or later, so none
  * runs out of attempts), some of the others wait up to 40 ms. Paths under /fail/ always get 503.
+ * A failing key gets a receiver of its own (`failing`): an endpoint of base.http_request is a host,
+ * and a host whose only traffic is a failing head's 503s pauses its window and opens its circuit
+ * (docs/delivery.md, "Endpoint protection"), which would also hold the calls that must arrive (CI,
+ * 2026-11-29: r1's second call held behind the stuck key's 503s on the shared host).
  */
 class OrderCheckingReceiver {
   readonly acked = new Map<string, number>();
@@ -78,9 +87,10 @@ describe('ordered delivery', () => {
   let childLog = '';
   const rows = new OrderCheckingReceiver((_path, body) => ({ key: String((body.record ?? body.old_record).id), version: Number((body.record ?? body.old_record).v) }));
   const calls = new OrderCheckingReceiver((_path, body) => ({ key: String(body.k), version: Number(body.v) }));
+  const failing = { stuck: new OrderCheckingReceiver(() => ({ key: '', version: 0 })), r1: new OrderCheckingReceiver(() => ({ key: '', version: 0 })), r2: new OrderCheckingReceiver(() => ({ key: '', version: 0 })) };
 
   beforeAll(async () => {
-    await Promise.all([rows.start(), calls.start()]);
+    await Promise.all([rows, calls, ...Object.values(failing)].map((r) => r.start()));
     svc = await startTestService({ roles: ['api'], env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32', ...RETRIES } });
     workers = await startWorkers(svc.ctx, ['dispatcher', 'projector']);
     project = await svc.project('pro');
@@ -95,7 +105,7 @@ describe('ordered delivery', () => {
     await Promise.all(workers.map((w) => w.stop()));
     await db?.end();
     await svc?.stop();
-    await Promise.all([rows.stop(), calls.stop()]);
+    await Promise.all([rows, calls, ...Object.values(failing)].map((r) => r.stop()));
   });
 
   async function call(method: string, path: string, body?: unknown) {
@@ -206,7 +216,7 @@ describe('ordered delivery', () => {
     // one key whose receiver always fails, enqueued first: its later calls queue behind it
     await db.query('begin');
     for (let v = 0; v < 3; v++) {
-      await db.query(`select base.http_request('POST', $1, '{}'::jsonb, $2::jsonb, ordering_key => 'stuck')`, [`${calls.url}/fail/stuck`, JSON.stringify({ k: 'stuck', v })]);
+      await db.query(`select base.http_request('POST', $1, '{}'::jsonb, $2::jsonb, ordering_key => 'stuck')`, [`${failing.stuck.url}/fail/stuck`, JSON.stringify({ k: 'stuck', v })]);
     }
     await db.query('commit');
     const KEYS = 40;
@@ -281,14 +291,14 @@ describe('ordered delivery', () => {
   }, 200_000);
 
   it('never sends an older message of a key again after a newer one, and a failed head retried by hand stays the head', async () => {
-    const enqueue = async (path: string, key: string, v: number) =>
-      (await db.query(`select base.http_request('POST', $1, '{}'::jsonb, $2::jsonb, ordering_key => $3) as id`, [`${calls.url}${path}`, JSON.stringify({ k: key, v }), key])).rows[0].id as string;
+    const enqueue = async (url: string, key: string, v: number) =>
+      (await db.query(`select base.http_request('POST', $1, '{}'::jsonb, $2::jsonb, ordering_key => $3) as id`, [url, JSON.stringify({ k: key, v }), key])).rows[0].id as string;
     const blockedHead = async (key: string) => ((await call('GET', '/outbox/blocked-keys')).body.keys as any[]).find((k) => k.ordering_key === `key:${key}`);
 
     // r1: the first call fails and is skipped, the second is delivered; the first may not go again
     await db.query('begin');
-    const a = await enqueue('/fail/r1', 'r1', 0);
-    await enqueue('/calls', 'r1', 1);
+    const a = await enqueue(`${failing.r1.url}/fail/r1`, 'r1', 0);
+    await enqueue(`${calls.url}/calls`, 'r1', 1);
     await db.query('commit');
     await eventually(async () => (await blockedHead('r1'))?.head.message_id === a, 30_000, 'r1 blocked by its first call');
     expect((await call('POST', '/outbox/blocked-keys/skip', { ordering_key: 'key:r1' })).status).toBe(200);
@@ -303,8 +313,8 @@ describe('ordered delivery', () => {
 
     // r2: a failing head retried by hand stays the head (with its new run), and its key stays blocked
     await db.query('begin');
-    const c = await enqueue('/fail/r2', 'r2', 0);
-    await enqueue('/calls', 'r2', 1);
+    const c = await enqueue(`${failing.r2.url}/fail/r2`, 'r2', 0);
+    await enqueue(`${calls.url}/calls`, 'r2', 1);
     await db.query('commit');
     await eventually(async () => {
       const h = await blockedHead('r2');
