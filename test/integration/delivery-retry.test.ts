@@ -18,10 +18,15 @@ describe('the retry ladder, dead letters, callbacks and recovery', () => {
   let workers: Worker[] = [];
   const a = new ScriptedReceiver();
   const b = new ScriptedReceiver();
+  // The target that always fails has a host of its own: an endpoint of base.http_request is a host,
+  // and its eight 503s with the 500 and the 429 before them are ten faults in the circuit's window,
+  // which opened a's circuit and held the callback test's requests for the 30 s cool-down.
+  const failing = new ScriptedReceiver();
 
   beforeAll(async () => {
     await a.start('127.0.0.2');
     await b.start('127.0.0.3');
+    await failing.start('127.0.0.2');
     const env = { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/31', RETRY_TIME_SCALE: String(SCALE), CALLBACK_MAX_ATTEMPTS: '2', DISPATCH_COMMIT_INTERVAL: '300ms' };
     svc = await startTestService({ roles: ['api'], env });
     workers = await startWorkers(svc.ctx, ['dispatcher', 'projector']);
@@ -45,6 +50,7 @@ describe('the retry ladder, dead letters, callbacks and recovery', () => {
     await svc?.stop();
     await a.stop();
     await b.stop();
+    await failing.stop();
   });
 
   const call = (method: string, path: string, body?: unknown, token: string | null = project.ownerToken) =>
@@ -106,12 +112,12 @@ describe('the retry ladder, dead letters, callbacks and recovery', () => {
   });
 
   it('ends a target that always fails dead after 8 attempts, one ladder step apart', async () => {
-    a.script('/always-503', { status: 503 });
-    const id = await enqueue(`${a.url}/always-503`);
+    failing.script('/always-503', { status: 503 });
+    const id = await enqueue(`${failing.url}/always-503`);
     const d = await settled(id, 'dead');
     expect(d.attempts).toBe(8);
     expect(d.attempt_history.map((h: any) => h.outcome)).toEqual(Array(8).fill('failed'));
-    const hits = a.to('/always-503');
+    const hits = failing.to('/always-503');
     expect(hits).toHaveLength(8);
     const delays = svc.cfg.retryDelaysMs;
     for (let i = 1; i < 8; i++) expect(hits[i].at - hits[i - 1].at).toBeGreaterThanOrEqual(delays[i - 1] * SCALE);
@@ -119,7 +125,7 @@ describe('the retry ladder, dead letters, callbacks and recovery', () => {
     expect(letters[0]).toMatchObject({ reason: 'attempts', attempt: 8, last: { outcome: 'failed', http_status: 503 } });
     // nothing further is attempted
     await new Promise((r) => setTimeout(r, 6 * 3_600_000 * SCALE + 500));
-    expect(a.to('/always-503')).toHaveLength(8);
+    expect(failing.to('/always-503')).toHaveLength(8);
   });
 
   it('calls the callback once as base_callback with the payload of a delivered and of a dead delivery', async () => {

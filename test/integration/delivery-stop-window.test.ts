@@ -76,6 +76,11 @@ describe('a dispatcher stopped while messages wait for their endpoint', () => {
     await receiver.stop();
   });
 
+  // A message waiting for the window for PENDING_AFTER_MS (1 s) is published as pending: the proof
+  // that the dispatcher took it and waits (a fixed sleep assumed capture and fetch fit in 2 s).
+  const pending = async (ids: string[]) =>
+    (await svc.ctx.db.query(`select count(*)::int as n from deliveries where project_ref = $1 and id = any($2::uuid[]) and status = 'pending'`, [project.ref, ids])).rows[0].n === ids.length;
+
   function start() {
     const c = { p: undefined as unknown as ChildProcess, log: '' };
     // a window of one request per endpoint: the first message is sent, the others wait for it
@@ -91,12 +96,12 @@ describe('a dispatcher stopped while messages wait for their endpoint', () => {
     const a = start();
     await eventually(async () => a.log.includes('service ready'), 90_000, `the first dispatcher to start (${a.log.slice(-500)})`);
     await db.query('begin');
-    for (let i = 0; i < N; i++) await db.query(`select base.http_request('POST', $1, '{}'::jsonb, '{}'::jsonb, null, 30000)`, [`${receiver.url}/w/${i}`]);
+    const ids: string[] = [];
+    for (let i = 0; i < N; i++) ids.push((await db.query(`select base.http_request('POST', $1, '{}'::jsonb, '{}'::jsonb, null, 30000) as id`, [`${receiver.url}/w/${i}`])).rows[0].id);
     await db.query('commit');
     // one request is open at the receiver, the other five wait in the dispatcher for the window
     await eventually(async () => receiver.hits.length === 1, 60_000, 'the first request');
-    // and the rest fetched (a fetch waits up to 500 ms); if they were not, the log check below fails
-    await new Promise((r) => setTimeout(r, 2_000));
+    await eventually(async () => pending(ids.filter((_, i) => receiver.hits[0] !== `/w/${i}`)), 60_000, 'the other five waiting for the window (pending)');
     a.p.kill('SIGTERM');
     await eventually(async () => a.log.includes('shutting down'), 30_000, 'the dispatcher to begin its stop');
     // the drain waits for the open request; answering it opens the window to a waiting message,
@@ -136,10 +141,10 @@ describe('a dispatcher stopped while messages wait for their endpoint', () => {
     await eventually(async () => receiver.hits.length === 1, 60_000, 'the request that holds the window');
     // then two messages of one key: the first waits for the window, the second behind it
     await db.query('begin');
-    await db.query(`select base.http_request('POST', $1, '{}'::jsonb, '{}'::jsonb, null, 30000, 'k')`, [`${receiver.url}/k/1`]);
+    const k1 = (await db.query(`select base.http_request('POST', $1, '{}'::jsonb, '{}'::jsonb, null, 30000, 'k') as id`, [`${receiver.url}/k/1`])).rows[0].id;
     await db.query(`select base.http_request('POST', $1, '{}'::jsonb, '{}'::jsonb, null, 30000, 'k')`, [`${receiver.url}/k/2`]);
     await db.query('commit');
-    await new Promise((r) => setTimeout(r, 2_000)); // fetched (if not, the log check below fails)
+    await eventually(async () => pending([k1]), 60_000, '/k/1 waiting for the window (pending)');
     a.p.kill('SIGTERM');
     await eventually(async () => a.log.includes('shutting down'), 30_000, 'the dispatcher to begin its stop');
     // the held request ends: the window opens to /k/1, which the stop cuts off; /k/2 must not go
