@@ -11,6 +11,7 @@ import path from 'node:path';
 import { alive, portOpen, sleep, waitFor, which } from './processes.js';
 import { repoRoot, type Config } from '../config.js';
 import { addPluginServices, pluginServicesStamp } from './plugin-services.js';
+import { log4jProperties } from './log4j.js';
 
 export type PartName = 'postgres' | 'kafka' | 'connect';
 export interface PartStatus {
@@ -237,26 +238,7 @@ export async function ensureJars(cfg: Config, log: Log): Promise<void> {
 }
 
 function writeLog4j(cfg: Config) {
-  const d = dirs(cfg);
-  writeFileSync(
-    d.log4j,
-    [
-      'log4j.rootLogger=INFO, stdout',
-      'log4j.appender.stdout=org.apache.log4j.ConsoleAppender',
-      'log4j.appender.stdout.layout=org.apache.log4j.PatternLayout',
-      // %X{connector.context}: which connector or task a line is about ("[outbox.t….p…|task-0] "),
-      // as in Kafka's own connect-log4j.properties; Debezium's lines do not say it themselves
-      'log4j.appender.stdout.layout.ConversionPattern=[%d] %p %X{connector.context}%m (%c)%n',
-      'log4j.logger.org.apache.kafka=WARN',
-      'log4j.logger.kafka=WARN',
-      'log4j.logger.org.apache.kafka.connect.runtime.rest=WARN',
-      'log4j.logger.io.debezium=INFO',
-      'log4j.logger.org.reflections=ERROR',
-      // six "Type [...] is already mapped" lines (information_schema's domains) at every task start,
-      // so at every wake of an idle project: Debezium's type cache, not a fault (DBZ-8519)
-      'log4j.logger.io.debezium.connector.postgresql.TypeRegistry=ERROR',
-    ].join('\n') + '\n',
-  );
+  writeFileSync(dirs(cfg).log4j, log4jProperties());
 }
 
 const jvmFlags = (heap: string) => [`-Xms${heap === '512m' ? '256m' : heap}`, `-Xmx${heap}`, '-XX:+UseSerialGC', '-Djava.awt.headless=true', '-Dfile.encoding=UTF-8']; // UTF-8: Debezium decodes logical messages with the default charset
