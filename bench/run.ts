@@ -9,6 +9,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { loadConfig, repoRoot } from '../src/config.js';
 import { slotName } from '../src/outbox/index.js';
+import { startScript } from '../src/stack/index.js';
 import { BenchService, resolveStack } from './environment.js';
 import { LoadGenerator, TABLES, tableDdl } from './load.js';
 import { Receipts } from './receipts.js';
@@ -79,25 +80,6 @@ async function webhook(svc: BenchService, body: Record<string, unknown>): Promis
     return null;
   }
   return r.body.id;
-}
-
-/**
- * What `npm start` runs: its node flags and its entry point (`exec node --max-old-space-size=256
- * --single-threaded-gc --enable-source-maps dist/src/main.js` → those three flags, and dist/src/main.js). Compiled by the
- * same script as npm start's prestart (scripts/build-service.mjs), so the benchmark measures the
- * service as it is started.
- */
-function startScript(): { flags: string[]; entry: string } {
-  const start: string = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')).scripts.start;
-  const words = start.split(/\s+/).filter(Boolean);
-  const node = words.indexOf('node');
-  const flags: string[] = [];
-  for (let i = node + 1; i < words.length; i++) {
-    if (words[i] === '--import' || words[i] === '--require') { flags.push(words[i], words[++i]); continue; }
-    if (words[i].startsWith('--')) { flags.push(words[i]); continue; }
-    return { flags, entry: words[i] };
-  }
-  throw new Error(`package.json's start script names no entry point: ${start}`);
 }
 
 async function main() {

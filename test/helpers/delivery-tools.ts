@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { KafkaMessage } from 'kafkajs';
 import { repoRoot } from '../../src/config.js';
+import { startScript } from '../../src/stack/index.js';
 import { eventually, stack } from './env.js';
 import type { TestService } from './service.js';
 
@@ -28,9 +29,15 @@ export function childEnv(svc: TestService, extra: Record<string, string> = {}): 
   };
 }
 
-/** `tsx src/main.ts` as a separate process (e.g. ROLES=dispatcher); its output goes to `log`. */
+/** npm start's node flags (the heap cap among them), for the service run through tsx from its source. */
+export const serviceArgs = (): string[] => [...startScript().flags, '--import', 'tsx', 'src/main.ts'];
+
+/**
+ * The service as a separate process (e.g. ROLES=dispatcher), with npm start's node flags, so it runs
+ * under production's heap cap and collector; its output goes to `log`.
+ */
 export function spawnService(env: NodeJS.ProcessEnv, log: (chunk: string) => void): ChildProcess {
-  const p = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = spawn(process.execPath, serviceArgs(), { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
   p.stdout!.on('data', (c) => log(String(c)));
   p.stderr!.on('data', (c) => log(String(c)));
   return p;

@@ -11,7 +11,7 @@ import { startWorkers, type Worker } from '../../src/delivery/index.js';
 import { eventually, stack } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 import { Receiver } from '../helpers/receiver.js';
-import { uncommittedCount } from '../helpers/delivery-tools.js';
+import { serviceArgs, uncommittedCount } from '../helpers/delivery-tools.js';
 
 const N = 300;
 
@@ -58,7 +58,7 @@ describe('a dispatcher killed mid-stream', () => {
       // the killed process's partitions are reassigned once its session times out
       DISPATCH_SESSION_TIMEOUT: '6s',
     };
-    const p = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, serviceArgs(), { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
     p.stdout!.on('data', (c) => (childLog += c));
     p.stderr!.on('data', (c) => (childLog += c));
     return p;

@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { repoRoot } from '../../src/config.js';
 import { startWorkers, type Worker } from '../../src/delivery/index.js';
+import { serviceArgs } from '../helpers/delivery-tools.js';
 import { eventually, stack } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 
@@ -126,7 +127,7 @@ describe('ordered delivery', () => {
       OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32',
       ...RETRIES,
     };
-    const p = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, serviceArgs(), { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
     p.stdout!.on('data', (c) => (childLog += c));
     p.stderr!.on('data', (c) => (childLog += c));
     return p;
