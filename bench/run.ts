@@ -3,7 +3,7 @@
 //
 // Progress goes to stderr; stdout gets the table and, as its last line, one JSON object.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';

@@ -324,16 +324,20 @@ describe('delivery of base.http_request', () => {
   });
 
   it('lists deliveries newest first with cursor pagination and filters, owner only', async () => {
-    // A receiver of its own too: the shared one's endpoint has nine faults from the tests above, one
-    // short of opening its circuit, which would hold these requests for its 30 s cool-down.
+    // A receiver of its own too: the shared one's endpoint has nine faults from the tests above, so
+    // one more (a test added above) could open its circuit once their successes leave its window,
+    // and hold these requests for its 30 s cool-down.
     const receiver = new Receiver();
     await receiver.start('127.0.0.2');
-    await db.query('begin');
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(await enqueue('GET', `${receiver.url}/list/${i}`));
-    await db.query('commit');
-    for (const id of ids) await final(id);
-    await receiver.stop();
+    try {
+      await db.query('begin');
+      for (let i = 0; i < 5; i++) ids.push(await enqueue('GET', `${receiver.url}/list/${i}`));
+      await db.query('commit');
+      for (const id of ids) await final(id);
+    } finally {
+      await receiver.stop();
+    }
 
     const seen: any[] = [];
     let cursor: string | null = null;

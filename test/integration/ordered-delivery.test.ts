@@ -24,8 +24,9 @@ const VERSIONS = STRESS ? 20 : 10;
 // of ten minutes: a call whose receiver always fails ('stuck', r1, r2) stays its key's head in retry
 // for the whole file instead of running out of attempts before the other keys are delivered (in CI,
 // with the stuck key's 503s on the calls' own host, they took over a minute, and its first two calls
-// had ended dead by then).
-const RETRIES = { RETRY_DELAYS: '1s,1s,2s,2s,3s,3s,3s,10m', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '6s', ENDPOINT_WINDOW_INITIAL: '64' };
+// had ended dead by then). The seventh step is the last one used: the wait before the eighth and
+// last attempt (MAX_ATTEMPTS 8); an eighth step would never be reached.
+const RETRIES = { RETRY_DELAYS: '1s,1s,2s,2s,3s,3s,10m', DISPATCH_COMMIT_INTERVAL: '300ms', DISPATCH_SESSION_TIMEOUT: '6s', ENDPOINT_WINDOW_INITIAL: '64' };
 
 /**
  * Keeps, per key, the highest version it acknowledged, and notes every request that carries an
