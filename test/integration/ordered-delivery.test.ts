@@ -296,15 +296,29 @@ describe('ordered delivery', () => {
     const enqueue = async (url: string, key: string, v: number) =>
       (await db.query(`select base.http_request('POST', $1, '{}'::jsonb, $2::jsonb, ordering_key => $3) as id`, [url, JSON.stringify({ k: key, v }), key])).rows[0].id as string;
     const blockedHead = async (key: string) => ((await call('GET', '/outbox/blocked-keys')).body.keys as any[]).find((k) => k.ordering_key === `key:${key}`);
+    // A wait that times out says where the key stood: its head, its queue, its messages' ledger, and
+    // the endpoints holding anything (CI's r1 failure said only "last: false").
+    const q = (sql: string, values: unknown[]) => svc.ctx.db.query(sql, values).then((r) => JSON.stringify(r.rows), (err) => `(${(err as Error).message})`);
+    const explained = <T>(wait: Promise<T>, key: string): Promise<T> =>
+      wait.catch(async (e) => {
+        const k = `key:${key}`;
+        throw new Error(
+          `${(e as Error).message}: head ${await q('select message_id, run, reason, head_since from ordering_heads where project_ref = $1 and ordering_key = $2', [project.ref, k])}` +
+            `; queued ${await q('select message_id, run, seq from ordering_queue where project_ref = $1 and ordering_key = $2', [project.ref, k])}` +
+            `; ledger ${await q(`select l.message_id, l.run, l.attempt, l.outcome, l.final from delivery_ledger l join deliveries d on d.id = l.message_id where d.project_ref = $1 and d.ordering_key = $2 order by l.recorded_at`, [project.ref, k])}` +
+            `; endpoints ${await q('select endpoint, state, failing_since from endpoint_health where project_ref = $1', [project.ref])}` +
+            `; held ${await q('select message_id, reason from held_messages where project_ref = $1', [project.ref])}`,
+        );
+      });
 
     // r1: the first call fails and is skipped, the second is delivered; the first may not go again
     await db.query('begin');
     const a = await enqueue(`${failing.r1.url}/fail/r1`, 'r1', 0);
     await enqueue(`${calls.url}/calls`, 'r1', 1);
     await db.query('commit');
-    await eventually(async () => (await blockedHead('r1'))?.head.message_id === a, 30_000, 'r1 blocked by its first call');
+    await explained(eventually(async () => (await blockedHead('r1'))?.head.message_id === a, 30_000, 'r1 blocked by its first call'), 'r1');
     expect((await call('POST', '/outbox/blocked-keys/skip', { ordering_key: 'key:r1' })).status).toBe(200);
-    await eventually(async () => calls.acked.get('r1') === 1, 30_000, 'the second call of r1 delivered');
+    await explained(eventually(async () => calls.acked.get('r1') === 1, 30_000, 'the second call of r1 delivered'), 'r1');
     await eventually(async () => (await call('GET', `/outbox/deliveries/${a}`)).body.status === 'dead', 30_000, 'the skipped call dead');
     const retry = await call('POST', `/outbox/deliveries/${a}/retry`);
     expect(retry.status).toBe(409);
@@ -318,10 +332,10 @@ describe('ordered delivery', () => {
     const c = await enqueue(`${failing.r2.url}/fail/r2`, 'r2', 0);
     await enqueue(`${calls.url}/calls`, 'r2', 1);
     await db.query('commit');
-    await eventually(async () => {
+    await explained(eventually(async () => {
       const h = await blockedHead('r2');
       return h?.head.message_id === c && h.queued === 1 && (await call('GET', `/outbox/deliveries/${c}`)).body.status === 'failed';
-    }, 30_000, 'r2 blocked by its failed first call');
+    }, 30_000, 'r2 blocked by its failed first call'), 'r2');
     const again = await call('POST', `/outbox/deliveries/${c}/retry`);
     expect(again.status, JSON.stringify(again.body)).toBe(202);
     expect(again.body.run).toBe(2);
