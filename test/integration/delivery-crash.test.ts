@@ -4,14 +4,13 @@
 // messages behind it are recorded (ledger) but uncommitted when the process dies, and the restarted
 // dispatcher is guaranteed to be handed them again — it must skip them, not send them again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
-import { repoRoot } from '../../src/config.js';
 import { startWorkers, type Worker } from '../../src/delivery/index.js';
-import { eventually, stack } from '../helpers/env.js';
+import { eventually } from '../helpers/env.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 import { Receiver } from '../helpers/receiver.js';
-import { serviceArgs, uncommittedCount } from '../helpers/delivery-tools.js';
+import { childEnv, spawnService, uncommittedCount } from '../helpers/delivery-tools.js';
 
 const N = 300;
 
@@ -43,25 +42,13 @@ describe('a dispatcher killed mid-stream', () => {
   });
 
   function startDispatcher(): ChildProcess {
-    const env = {
-      ...process.env,
-      APP_ENV: 'test',
-      LOG_LEVEL: 'warn',
+    const env = childEnv(svc, {
       ROLES: 'dispatcher',
-      DATABASE_URL: (svc.ctx.db as unknown as { options: { connectionString: string } }).options.connectionString,
-      KAFKA_BROKERS: stack().kafkaBrokers.join(','),
-      KAFKA_CONNECT_URL: stack().connectUrl,
-      TOPIC_PREFIX: svc.cfg.TOPIC_PREFIX,
-      OUTBOX_PARTITIONS: String(svc.cfg.OUTBOX_PARTITIONS),
-      OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32',
       DISPATCH_COMMIT_INTERVAL: '300ms',
       // the killed process's partitions are reassigned once its session times out
       DISPATCH_SESSION_TIMEOUT: '6s',
-    };
-    const p = spawn(process.execPath, serviceArgs(), { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    p.stdout!.on('data', (c) => (childLog += c));
-    p.stderr!.on('data', (c) => (childLog += c));
-    return p;
+    });
+    return spawnService(env, (c) => (childLog += c));
   }
 
   const enqueue = async (path: string, timeoutMs: number | null = null) =>

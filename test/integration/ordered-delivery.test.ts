@@ -5,14 +5,14 @@
 // The same for base.http_request calls sharing an ordering_key; a key that keeps failing blocks only
 // itself (and shows as blocked, with its head, in the API); tables without a primary key are refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import { repoRoot } from '../../src/config.js';
 import { startWorkers, type Worker } from '../../src/delivery/index.js';
-import { serviceArgs } from '../helpers/delivery-tools.js';
-import { eventually, stack } from '../helpers/env.js';
+import { childEnv, spawnService } from '../helpers/delivery-tools.js';
+import { eventually } from '../helpers/env.js';
+import { Receiver } from '../helpers/receiver.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 
 // The issue's size (200 rows x 20 updates) with ORDERED_STRESS=1; npm test runs a smaller one beside
@@ -32,7 +32,7 @@ const RETRIES = { RETRY_DELAYS: '1s,1s,2s,2s,3s,3s,10m', DISPATCH_COMMIT_INTERVA
  * Keeps, per key, the highest version it acknowledged, and notes every request that carries an
  * older one. A fifth of the requests get 503 (never a message's fourth request or later, so none
  * runs out of attempts), some of the others wait up to 40 ms. Paths under /fail/ always get 503.
- * A failing key gets a receiver of its own (`failing`): an endpoint of base.http_request is a host,
+ * A failing key gets a receiver of its own instead (`failing`, answering 503): an endpoint of base.http_request is a host,
  * and a host whose only traffic is a failing head's 503s pauses its window and opens its circuit
  * (docs/delivery.md, "Endpoint protection"), which would also hold the calls that must arrive (CI,
  * 2026-11-29: r1's second call held behind the stuck key's 503s on the shared host).
@@ -89,10 +89,11 @@ describe('ordered delivery', () => {
   let childLog = '';
   const rows = new OrderCheckingReceiver((_path, body) => ({ key: String((body.record ?? body.old_record).id), version: Number((body.record ?? body.old_record).v) }));
   const calls = new OrderCheckingReceiver((_path, body) => ({ key: String(body.k), version: Number(body.v) }));
-  const failing = { stuck: new OrderCheckingReceiver(() => ({ key: '', version: 0 })), r1: new OrderCheckingReceiver(() => ({ key: '', version: 0 })), r2: new OrderCheckingReceiver(() => ({ key: '', version: 0 })) };
+  const failing = { stuck: new Receiver(), r1: new Receiver(), r2: new Receiver() };
 
   beforeAll(async () => {
-    await Promise.all([rows, calls, ...Object.values(failing)].map((r) => r.start()));
+    await Promise.all([rows.start(), calls.start(), ...Object.values(failing).map((r) => r.start('127.0.0.2'))]);
+    for (const r of Object.values(failing)) r.answerDefault({ status: 503 });
     svc = await startTestService({ roles: ['api'], env: { OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32', ...RETRIES } });
     workers = await startWorkers(svc.ctx, ['dispatcher', 'projector']);
     project = await svc.project('pro');
@@ -107,7 +108,7 @@ describe('ordered delivery', () => {
     await Promise.all(workers.map((w) => w.stop()));
     await db?.end();
     await svc?.stop();
-    await Promise.all([rows, calls, ...Object.values(failing)].map((r) => r.stop()));
+    await Promise.all([rows.stop(), calls.stop(), ...Object.values(failing).map((r) => r.stop())]);
   });
 
   async function call(method: string, path: string, body?: unknown) {
@@ -115,23 +116,7 @@ describe('ordered delivery', () => {
   }
 
   function startDispatcher(): ChildProcess {
-    const env = {
-      ...process.env,
-      APP_ENV: 'test',
-      LOG_LEVEL: 'warn',
-      ROLES: 'dispatcher',
-      DATABASE_URL: (svc.ctx.db as unknown as { options: { connectionString: string } }).options.connectionString,
-      KAFKA_BROKERS: stack().kafkaBrokers.join(','),
-      KAFKA_CONNECT_URL: stack().connectUrl,
-      TOPIC_PREFIX: svc.cfg.TOPIC_PREFIX,
-      OUTBOX_PARTITIONS: String(svc.cfg.OUTBOX_PARTITIONS),
-      OUTBOUND_ALLOW_CIDRS: '127.0.0.2/32',
-      ...RETRIES,
-    };
-    const p = spawn(process.execPath, serviceArgs(), { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    p.stdout!.on('data', (c) => (childLog += c));
-    p.stderr!.on('data', (c) => (childLog += c));
-    return p;
+    return spawnService(childEnv(svc, { ROLES: 'dispatcher', ...RETRIES }), (c) => (childLog += c));
   }
 
   it('defaults to row ordering on a table with a primary key, and refuses it on one without', async () => {
@@ -305,7 +290,7 @@ describe('ordered delivery', () => {
         throw new Error(
           `${(e as Error).message}: head ${await q('select message_id, run, reason, head_since from ordering_heads where project_ref = $1 and ordering_key = $2', [project.ref, k])}` +
             `; queued ${await q('select message_id, run, seq from ordering_queue where project_ref = $1 and ordering_key = $2', [project.ref, k])}` +
-            `; ledger ${await q(`select l.message_id, l.run, l.attempt, l.outcome, l.final from delivery_ledger l join deliveries d on d.id = l.message_id where d.project_ref = $1 and d.ordering_key = $2 order by l.recorded_at`, [project.ref, k])}` +
+            `; ledger ${await q(`select l.message_id, l.run, l.attempt, l.outcome, l.final from delivery_ledger l join deliveries d on d.id = l.message_id and d.project_ref = l.project_ref where d.project_ref = $1 and d.ordering_key = $2 order by l.recorded_at`, [project.ref, k])}` +
             `; endpoints ${await q('select endpoint, state, failing_since from endpoint_health where project_ref = $1', [project.ref])}` +
             `; held ${await q('select message_id, reason from held_messages where project_ref = $1', [project.ref])}`,
         );
