@@ -18,7 +18,7 @@ import { sparsePhase } from './sparse.js';
 import { backfillPhase } from './backfill.js';
 import { BaselineWorker, PATH_PROCESSES, baselinePhase, commitPhase, e2ePhase, holPhase, idlePhase, latencyPhase, warmPipeline, type Phase, type PhaseCtx, type Settings } from './phases.js';
 import { latencySvg, table, targetsMet, type Figures } from './report.js';
-import { findProfile, summariseProfile } from './profile.js';
+import { findProfile, summariseHeapProfile, summariseProfile } from './profile.js';
 import { OutboxTap } from './tap.js';
 
 const env = process.env;
@@ -90,11 +90,17 @@ async function main() {
   // (e.g. --max-old-space-size=128, to tell V8 heap growth from retained memory; a later flag wins).
   const started = startScript();
   execFileSync(process.execPath, [path.join(repoRoot, 'scripts', 'build-service.mjs')], { stdio: 'inherit' });
-  const nodeFlags = [...started.flags, ...(env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : [])];
+  const heapProfile = env.BENCH_HEAP_PROFILE === '1';
+  const nodeFlags = [
+    ...started.flags,
+    ...(env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${outDir}`] : []),
+    ...(heapProfile ? ['--require', path.join(repoRoot, 'bench', 'heap-sample.cjs')] : []),
+  ];
   nodeFlags.push(...(env.BENCH_SERVICE_NODE_FLAGS ?? '').split(' ').filter(Boolean));
   log(`service: node ${nodeFlags.join(' ')} ${started.entry}`);
   const serviceEnv: Record<string, string> = { DISPATCH_CONCURRENCY: String(dispatchConcurrency) };
   if (idleProjects > 0) serviceEnv.CAPTURE_IDLE_AFTER = captureIdleAfter;
+  if (heapProfile) serviceEnv.BENCH_HEAP_SAMPLE_DIR = outDir;
   // the service logs at warn (its info lines cost CPU at these rates); info to see what it did
   if (env.BENCH_SERVICE_LOG_LEVEL) serviceEnv.LOG_LEVEL = env.BENCH_SERVICE_LOG_LEVEL;
   service = new BenchService(stack, path.join(outDir, 'service.log'), serviceEnv, [...nodeFlags, started.entry]);
@@ -382,7 +388,8 @@ async function main() {
   };
   await cleanup();
   const prof = findProfile(outDir);
-  const withProfile = prof ? { ...results, service_cpu_profile: summariseProfile(prof) } : results;
+  const heap = findProfile(outDir, '.heapprofile');
+  const withProfile = { ...results, ...(prof ? { service_cpu_profile: summariseProfile(prof) } : {}), ...(heap ? { service_heap_profile: summariseHeapProfile(heap) } : {}) };
   writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(withProfile, null, 2) + '\n');
   process.stdout.write(`\n${table(figures, met)}\n\nresults: ${path.relative(repoRoot, outDir)}\n`);
   process.stdout.write(JSON.stringify({ ...figures, targets_met: met }) + '\n');

@@ -63,6 +63,10 @@ for (const [name, f] of stages) {
   if (xs.length === 0) console.log(`${name.padEnd(28)} (not in the logs)`);
   else console.log(`${name.padEnd(28)} n ${xs.length}  p50 ${Math.round(percentile(xs, 50)!)}  p90 ${Math.round(percentile(xs, 90)!)}  p99 ${Math.round(percentile(xs, 99)!)}  max ${Math.round(xs[xs.length - 1])}`);
 }
+// A woken connector resumes slow: when its first reads of the stream come before the walsender has
+// the message, it sleeps one CAPTURE_SLOW_POLL (500 ms by default) before reading again.
+const missed = rows.filter((r) => r.stream !== null && r.receipt - r.stream > 300).length;
+console.log(`streaming -> receipt over 300 ms (a first read that missed, then a slow poll): ${missed} of ${rows.length}`);
 for (const r of [...rows].sort((a, b) => b.receipt - b.commit - (a.receipt - a.commit)).slice(0, 5)) {
   console.log(`slowest: ${stages.map(([name, f]) => `${name.replace(' (service)', '')} ${f(r) ?? '-'}`).join(', ')}`);
 }
