@@ -62,8 +62,8 @@ async function main() {
     await app.listen({ host: cfg.HOST, port: cfg.PORT });
   }
 
-  const metrics = cfg.METRICS_PORT !== undefined ? await startMetricsServer(cfg.METRICS_HOST, cfg.METRICS_PORT) : null;
-  if (metrics) log.info(`metrics on http://${cfg.METRICS_HOST}:${metrics.port}/metrics`);
+  const metrics = cfg.METRICS_PORT !== undefined ? await startMetricsServer(cfg.METRICS_HOST, cfg.METRICS_PORT, () => healthReport(ctx)) : null;
+  if (metrics) log.info(`metrics on http://${cfg.METRICS_HOST}:${metrics.port}/metrics, the detailed health report (per project) on /health`);
 
   // in the background: connectors and schemas of projects enabled by an older build pick up this one's
   // and which Debezium Connect runs, now and whenever Connect comes back (service.ts)

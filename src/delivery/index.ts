@@ -9,7 +9,6 @@ export { replayDeliveries, type ReplayStatus } from './recovery/replay.js';
 // the Standard Webhooks key formats, so the API issues keys in the spelling the dispatcher signs with
 export { newEd25519Key, publicKeyOf, PUBLIC_KEY_PREFIX, SECRET_KEY_PREFIX } from './channels/signature.js';
 export { endpointViews, healthyCircuit, replayOffer, resetWebhookCircuit, type CircuitView } from './endpoints/view.js';
-export { placeholderNames } from './channels/placeholders.js';
 export { templateScope as webhookTemplateScope } from './channels/webhook.js';
-export { checkTemplate, renderTemplate, templatePlaceholders, type TemplateScope } from './channels/template.js';
+export { checkTemplate, renderTemplate, templatePlaceholders, templateSecretNames, type TemplateScope } from './channels/template.js';
 export { listBlockedKeys, skipHead, type BlockedKey } from './ordering/owner.js';

@@ -2,6 +2,12 @@
 // connector are healthy; 503 with the failing parts otherwise, each saying what waits for it.
 // Cheap enough for a load balancer: one query, one metadata request, one Connect request
 // (GET /connectors?expand=status) and one read of what the connector supervisor recorded.
+//
+// Two answers from the one report. On the public API port: the parts and counts only (no project
+// ref, no driver or Connect error text, no host names, no process names): until 2026-11-29 it
+// listed every project with an outbox by ref, with its connector's last failure, to anyone
+// (found by review). The whole report, per project, is served beside the metrics on METRICS_PORT
+// (loopback by default; src/lib/metrics.ts), where operators look at 3 a.m.
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 
@@ -116,9 +122,41 @@ export async function healthReport(ctx: AppContext) {
   return { ok, body: { status: ok ? 'ok' : 'unavailable', checks: { postgres, kafka, connect, connectors, supervisor } } };
 }
 
+type Report = Awaited<ReturnType<typeof healthReport>>['body'];
+
+/** What a part that is down stops, said without the error that said so (it may name hosts). */
+const WAITS = {
+  postgres: 'control database unreachable: the Management API, sign-ins, and recording delivery outcomes wait for it; deliveries already in Kafka wait uncommitted and resume when it is back',
+  kafka: 'Kafka unreachable: capture and delivery wait for it; committed messages stay in the projects\' replication slots',
+  connect: 'Kafka Connect unreachable: capture waits for it; committed messages stay in the replication slots',
+} as const;
+
+/**
+ * The report as the public port shows it: each part ok or not (with what waits for it), the
+ * connectors counted, never named. Where the detail is: the metrics port's /health.
+ */
+export function publicHealth(body: Report) {
+  const part = (k: keyof typeof WAITS) => (body.checks[k].ok ? { ok: true } : { ok: false, detail: WAITS[k] });
+  const all = Object.values(body.checks.connectors);
+  const failing = all.filter((c) => !c.ok).length;
+  const warnings = all.filter((c) => c.slot?.warning).length;
+  const sup = body.checks.supervisor;
+  return {
+    status: body.status,
+    checks: {
+      postgres: part('postgres'),
+      kafka: part('kafka'),
+      connect: part('connect'),
+      connectors: { ok: failing === 0, total: all.length, failing, slot_warnings: warnings },
+      supervisor: sup.ok ? { ok: true } : { ok: false, detail: 'no process has checked the connectors lately: is a process with the dispatcher role running?' },
+    },
+    ...(body.status === 'ok' ? {} : { detail: 'which connector and why: GET /health on the metrics port (METRICS_PORT), or GET /v1/projects/{ref}/outbox for the project owner' }),
+  };
+}
+
 export function registerHealth(app: FastifyInstance, ctx: AppContext) {
-  app.get('/health', { config: { access: 'public' }, schema: { tags: ['operations'], summary: 'Health of the service and every part it depends on' } }, async (_req, reply) => {
+  app.get('/health', { config: { access: 'public' }, schema: { tags: ['operations'], summary: 'Health of the service and every part it depends on (parts and counts; no project data)' } }, async (_req, reply) => {
     const { ok, body } = await healthReport(ctx);
-    return reply.code(ok ? 200 : 503).send(body);
+    return reply.code(ok ? 200 : 503).send(publicHealth(body));
   });
 }

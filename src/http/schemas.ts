@@ -42,6 +42,8 @@ export const TEXT = '^[^\\u0000-\\u001f\\u007f\\ud800-\\udfff]*$';
 
 /** False when a string holds an unpaired surrogate (the u flag makes the class match only those). */
 export const wellFormed = (s: string): boolean => !/[\ud800-\udfff]/u.test(s);
+/** Any text Postgres can hold (an ordering key, written by the customer's SQL): no NUL, no unpaired surrogate. */
+export const STORABLE_TEXT = '^[^\\u0000\\ud800-\\udfff]*$';
 /** As TEXT, but tabs and line breaks are allowed (XML documents). */
 export const MULTILINE_TEXT = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f\\ud800-\\udfff]*$';
 
@@ -50,7 +52,7 @@ export const MULTILINE_TEXT = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\
  * unpaired surrogate in any string or key. Otherwise 400 validation_failed naming the field.
  */
 export function assertStorableJson(field: string, value: unknown): void {
-  const bad = (s: string) => s.includes('\u0000') || !wellFormed(s);
+  const bad = (s: string) => !storable(s);
   const walk = (v: unknown): boolean => {
     if (typeof v === 'string') return bad(v);
     if (Array.isArray(v)) return v.some(walk);
@@ -132,6 +134,20 @@ export const encodeCursor = (key: string[]): string => Buffer.from(JSON.stringif
  * The sort key a cursor of encodeCursor names, when `valid` accepts it; anything else (not base64url
  * JSON, another list's cursor, a key that could not come from a row) is 400 validation_failed.
  */
+/**
+ * A cursor's timestamp as the listings write it (ISO 8601 in UTC, up to microseconds) and a real
+ * instant: `Date.parse` alone takes forms PostgreSQL's timestamptz refuses ("12345", "March 7") and
+ * rolls over days that do not exist (2020-02-30), which reached the query as a 500.
+ */
+export function isCursorTime(s: unknown): boolean {
+  if (typeof s !== 'string' || !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$/.test(s)) return false;
+  const t = Date.parse(s);
+  return !Number.isNaN(t) && new Date(t).toISOString().slice(0, 19) === s.slice(0, 19);
+}
+
+/** Text Postgres can hold: no NUL character, no unpaired surrogate. */
+export const storable = (s: string): boolean => !s.includes('\u0000') && wellFormed(s);
+
 export function decodeCursor(cursor: string, valid: (key: unknown[]) => boolean): string[] {
   try {
     const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));

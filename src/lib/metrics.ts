@@ -157,10 +157,21 @@ export interface MetricsServer {
 }
 
 /** GET /metrics on host:port (text exposition format); anything else is 404. */
-export async function startMetricsServer(host: string, port: number): Promise<MetricsServer> {
+/** The whole health report (per project), served as GET /health on the metrics port. */
+export type DetailedHealth = () => Promise<{ ok: boolean; body: unknown }>;
+
+export async function startMetricsServer(host: string, port: number, health?: DetailedHealth): Promise<MetricsServer> {
   const server = http.createServer((req, res) => {
-    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
-      res.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"not_found","message":"Only GET /metrics is served here."}');
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method === 'GET' && path === '/health' && health) {
+      health().then(
+        ({ ok, body }) => res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(body)),
+        () => res.writeHead(500, { 'content-type': 'application/json' }).end('{"code":"internal_error","message":"The health report failed; see the log."}'),
+      );
+      return;
+    }
+    if (req.method !== 'GET' || path !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'application/json' }).end(`{"code":"not_found","message":"Only GET /metrics${health ? ' and GET /health' : ''} are served here."}`);
       return;
     }
     registry.metrics().then(

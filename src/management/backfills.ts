@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { withTransaction } from '../db/index.js';
 import { ApiError } from '../errors.js';
-import { errorResponses, optionalBody, owner, ref, refuseBody, uuid } from '../http/index.js';
+import { assertStorableJson, errorResponses, optionalBody, owner, ref, refuseBody, uuid } from '../http/index.js';
 import { checkRowFilter, createBackfillCursor, dropBackfillCursor, estimateRows, type RowFilter } from '../outbox/index.js';
 import { recordAudit } from '../projects/index.js';
 import { withProjectDb } from './project-db.js';
@@ -113,6 +113,7 @@ export function registerBackfills(app: FastifyInstance, ctx: AppContext): void {
       if (!w) throw new ApiError('webhook_not_found');
       if (!w.enabled) throw new ApiError('webhook_disabled');
       if (w.ordering !== 'row') throw new ApiError('backfill_needs_row_ordering', `A backfill needs ordering "row" on the webhook (it has "${w.ordering}"), so that a row changed during the backfill never arrives older after newer: PATCH the webhook with {"ordering": "row"} first.`);
+      if (req.body.filter) assertStorableJson('body.filter', req.body.filter);
       const filter = req.body.filter !== undefined ? req.body.filter : w.filter;
       const id = randomUUID();
       const estimate = await withProjectDb(ctx, refName, async (c) => {

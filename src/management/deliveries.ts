@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { cursorQuery, decodeCursor, encodeCursor, errorResponses, nextCursor, owner, pageLimit, ref, refParams, refuseBody, uuid } from '../http/index.js';
+import { cursorQuery, decodeCursor, encodeCursor, errorResponses, isCursorTime, nextCursor, owner, pageLimit, ref, refParams, refuseBody, uuid } from '../http/index.js';
 import { isUuid } from '../lib/uuid.js';
 import { deliveryAttempts, getDelivery, listDeliveries, type DeliveryRow } from './delivery-store.js';
 
@@ -100,7 +100,7 @@ function present(row: DeliveryRow) {
 }
 
 /** A cursor names the last row shown: its created_at (ISO, microseconds) and id. */
-const cursorKey = (key: unknown[]) => key.length === 2 && !Number.isNaN(Date.parse(key[0] as string)) && isUuid(key[1] as string);
+const cursorKey = (key: unknown[]) => key.length === 2 && isCursorTime(key[0]) && isUuid(key[1] as string);
 
 export async function registerDeliveries(app: FastifyInstance, ctx: AppContext): Promise<void> {
   // 401, 404 (not the caller's project) before the request is validated: src/http/access.ts

@@ -34,6 +34,16 @@ interface ReplayBody {
   host?: string;
 }
 
+/**
+ * A date-time of the body as an instant. The schema's format takes RFC 3339's leap second
+ * (23:59:60), which JavaScript's Date cannot hold: refused here rather than sent on as NaN.
+ */
+function instant(field: string, value: string): Date {
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) throw new ApiError('validation_failed', `body.${field} is not an instant this service can use (a leap second is not): ${JSON.stringify(value)}`);
+  return d;
+}
+
 export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContext): Promise<void> {
   // 401, 404 (not the caller's project) before the request is validated: src/http/access.ts
 
@@ -105,8 +115,8 @@ export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContex
     async (req, reply) => {
       const b = req.body ?? {};
       const statuses = b.status === undefined ? (['dead'] as ReplayStatus[]) : Array.isArray(b.status) ? b.status : [b.status];
-      const since = b.since ? new Date(b.since) : undefined;
-      const until = b.until ? new Date(b.until) : undefined;
+      const since = b.since ? instant('since', b.since) : undefined;
+      const until = b.until ? instant('until', b.until) : undefined;
       if (since && until && since >= until) throw new ApiError('validation_failed', 'body.since must be before body.until');
       const out = await replayDeliveries(ctx, req.params.ref, { statuses, since, until, webhookId: b.webhook_id?.toLowerCase(), host: b.host });
       await recordAudit(ctx.db, req, req.params.ref, {

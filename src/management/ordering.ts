@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
-import { cursorQuery, decodeCursor, encodeCursor, errorResponses, nextCursor, owner, pageLimit, refParams, refuseBody } from '../http/index.js';
+import { cursorQuery, decodeCursor, encodeCursor, errorResponses, isCursorTime, nextCursor, owner, pageLimit, refParams, refuseBody, storable, STORABLE_TEXT } from '../http/index.js';
 import { listBlockedKeys, skipHead } from '../delivery/index.js';
 import { recordAudit } from '../projects/index.js';
 
@@ -51,7 +51,7 @@ export async function registerOrdering(app: FastifyInstance, ctx: AppContext): P
     },
     async (req) => {
       const limit = pageLimit(req.query.limit, PAGING);
-      const after = req.query.cursor ? decodeCursor(req.query.cursor, (k) => k.length === 2 && !Number.isNaN(Date.parse(k[0] as string))) : undefined;
+      const after = req.query.cursor ? decodeCursor(req.query.cursor, (k) => k.length === 2 && isCursorTime(k[0]) && storable(k[1] as string)) : undefined;
       const page = await listBlockedKeys(ctx.db, req.params.ref, limit, after && { since: after[0], key: after[1] });
       return { keys: page.keys, next_cursor: page.next ? encodeCursor([page.next.since, page.next.key]) : null };
     },
@@ -67,7 +67,7 @@ export async function registerOrdering(app: FastifyInstance, ctx: AppContext): P
         description: 'The skipped delivery can still be retried by hand (POST .../deliveries/{id}/retry), which sends it after the messages of its key already delivered only if none of them is newer (409 delivery_superseded otherwise).',
         ...owner,
         params: refParams,
-        body: { type: 'object', additionalProperties: false, required: ['ordering_key'], properties: { ordering_key: { type: 'string', minLength: 1, maxLength: KEY_MAX } } },
+        body: { type: 'object', additionalProperties: false, required: ['ordering_key'], properties: { ordering_key: { type: 'string', minLength: 1, maxLength: KEY_MAX, pattern: STORABLE_TEXT } } },
         response: {
           200: {
             type: 'object',

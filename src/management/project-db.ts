@@ -30,6 +30,8 @@ function translate(err: unknown, ctx: Ctx, ref: string): unknown {
   const code = (err as { code?: string }).code ?? '';
   if (code === '42P01') return new ApiError('table_not_found', 'The table no longer exists in the project database.');
   if (code === '42501') return new ApiError('trigger_not_allowed');
+  // a column the webhook names (filter, columns, template) dropped or renamed since it was saved
+  if (code === '42703') return new ApiError('column_not_found', `A column the webhook names is no longer in its table (${(err as Error).message}): update the webhook's filter, columns or template.`);
   // connection exceptions, admin shutdown, too many connections, database gone
   if (/^(08|57P|53300|3D000)/.test(code) || /^E(CONN|PIPE|TIMEDOUT)/.test(code)) {
     ctx.log.warn({ err, project: ref }, 'project database unavailable');

@@ -13,7 +13,7 @@ import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { errorResponses, optionalBody, owner, ref, uuid } from '../http/index.js';
 import { compileFilter, notColumns, primaryKeyColumns, tableColumns } from '../outbox/index.js';
-import { placeholderNames, renderTemplate, webhookTemplateScope } from '../delivery/index.js';
+import { renderTemplate, templateSecretNames, webhookTemplateScope } from '../delivery/index.js';
 import { recordAudit } from '../projects/index.js';
 import { withProjectDb } from './project-db.js';
 import { getWebhook, type WebhookRow } from './webhook-store.js';
@@ -158,7 +158,7 @@ export function registerWebhookPreview(app: FastifyInstance, ctx: AppContext): v
         const why = await notSentBecause(c, w, s);
         const payload = await payloadOf(c, w, s, null);
         // secrets stay placeholders: each name maps to its own placeholder text
-        const secrets = new Map(placeholderNames(w.template).map((n) => [n, `{{secret:${n}}}`]));
+        const secrets = new Map(templateSecretNames(w.template).map((n) => [n, `{{secret:${n}}}`]));
         const body = w.template === null || w.template === undefined ? payload : renderTemplate(w.template, webhookTemplateScope(messageId, payload as never), secrets);
         const headers = { ...w.headers, 'content-type': 'application/json' };
         return { fires: why.length === 0, not_sent_because: why, sample: { type: s.type, source: s.source }, request: { method: 'POST', url: w.url, headers, body, size_bytes: Buffer.byteLength(JSON.stringify(body), 'utf8') } };

@@ -11,7 +11,7 @@ import { ApiError } from '../errors.js';
 import { checkRowFilter, notColumns, tableColumns, ensureOutboxEnabled, dropWebhookTrigger, installWebhookTrigger, primaryKeyColumns, type RowFilter, type WebhookOrdering } from '../outbox/index.js';
 import { recordAudit } from '../projects/index.js';
 import { missingColumns, tableExists, withProjectDb } from './project-db.js';
-import { MANAGEMENT_BODY_LIMIT, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp, uuid } from '../http/index.js';
+import { MANAGEMENT_BODY_LIMIT, assertStorableJson, errorResponses, noQuery, owner, ref, refuseBody, TEXT, timestamp, uuid } from '../http/index.js';
 import { MAX_HEADERS, HEADER_VALUE_MAX, TIMEOUT_MAX_MS, TIMEOUT_MIN_MS, URL_MAX_LENGTH, checkHeaders, checkUpdateColumnsEvents, checkWebhookUrl, parseTableName, UPDATE_COLUMNS_MAX, type WebhookEvent } from './webhook-input.js';
 import {
   addSigningSecret, deleteWebhook, getWebhook, insertWebhook, listWebhooks, rotateSigningSecret, updateWebhook, webhookRecord,
@@ -218,6 +218,10 @@ export function registerWebhooks(app: FastifyInstance, ctx: Ctx): void {
     const url = b.url === undefined ? undefined : checkWebhookUrl(b.url, allow);
     const headers = b.headers === undefined ? undefined : checkHeaders(b.headers);
     const target = b.table === undefined ? undefined : parseTableName(b.table);
+    // stored as jsonb and compiled into SQL text: a NUL or an unpaired surrogate is refused here,
+    // enabled or not (it reached Postgres as a 500, or a NUL cut the statement short: a false 503)
+    if (b.filter) assertStorableJson('body.filter', b.filter);
+    if (b.template !== undefined && b.template !== null) assertStorableJson('body.template', b.template);
     if (target) {
       const found = await withProjectDb(ctx, refName, (c) => tableExists(c, target.schema, target.table));
       if (!found) throw new ApiError('table_not_found', `The table ${target.schema}.${target.table} does not exist in the project database.`);

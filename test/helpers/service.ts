@@ -7,6 +7,8 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { closeContext, createContext } from '../../src/create-context.js';
 import type { AppContext } from '../../src/context.js';
 import { buildServer } from '../../src/http/server.js';
+import { healthReport } from '../../src/http/health.js';
+import { startMetricsServer, type MetricsServer } from '../../src/lib/metrics.js';
 import { accessVerifiers, registerRoutes } from '../../src/routes.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { startWorkers, type Worker } from '../../src/delivery/index.js';
@@ -40,6 +42,8 @@ export interface TestService {
   project(plan?: Plan, opts?: { ownerEmail?: string; siteUrl?: string; redirectUrls?: string[] }): Promise<TestProject>;
   /** fetch against this service with an owner token */
   api(token: string | null, method: string, path: string, body?: unknown): Promise<ApiResponse>;
+  /** GET /health on the metrics port (started on first use, as METRICS_PORT does): the whole report, per project */
+  detailedHealth(): Promise<ApiResponse>;
   /** p's owner calls the Management API at `/v1/projects/{p.ref}{path}`; a status ≥ 300 throws, with the body */
   manage(p: TestProject, method: string, path: string, body?: unknown): Promise<ApiResponse>;
   stop(): Promise<void>;
@@ -88,6 +92,7 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
   await app.listen({ host: '127.0.0.1', port });
   const workers = await startWorkers(ctx, cfg.ROLES);
   const url = cfg.publicUrl;
+  let metrics: Promise<MetricsServer> | undefined;
   const api: TestService['api'] = async (token, method, path, body) => {
     const headers: Record<string, string> = {};
     if (token) headers.authorization = `Bearer ${token}`;
@@ -109,6 +114,10 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
       return { ref, ownerToken: token, ownerId: p.owner_id, anonKey: p.anon_key, projectUrl: p.project_url, databaseUrl: p.database_url };
     },
     api,
+    async detailedHealth() {
+      metrics ??= startMetricsServer('127.0.0.1', 0, () => healthReport(ctx));
+      return readResponse(await fetch(`http://127.0.0.1:${(await metrics).port}/health`));
+    },
     async manage(p, method, path, body) {
       const r = await api(p.ownerToken, method, `/v1/projects/${p.ref}${path}`, body);
       if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
@@ -116,6 +125,7 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
     },
     async stop() {
       await app.close();
+      if (metrics) await (await metrics).close();
       await Promise.all(workers.map((w) => w.stop()));
       if (opts.keep) return closeContext(ctx);
       // connectors of this file's projects must go, or their slots would pin WAL

@@ -65,8 +65,8 @@ describe('connector supervision', () => {
       await c.query('select pg_terminate_backend(active_pid) from pg_replication_slots where slot_name = $1 and active_pid is not null', [slotName(project.ref, svc.cfg.TOPIC_PREFIX)]);
       await eventually(async () => (await connectStatus()).tasks.some((t) => t.state === 'FAILED'), 120_000, 'the task to fail while its database refuses connections');
       // the supervisor sees the database is away and waits, without spending a restart
-      await eventually(async () => (await svc.api(null, 'GET', '/health')).body.checks.connectors[project.ref]?.state === 'waiting_for_database', 30_000, 'waiting_for_database in /health');
-      const health = (await svc.api(null, 'GET', '/health')).body;
+      await eventually(async () => (await svc.detailedHealth()).body.checks.connectors[project.ref]?.state === 'waiting_for_database', 30_000, 'waiting_for_database in /health');
+      const health = (await svc.detailedHealth()).body;
       expect(health.status).toBe('unavailable');
       expect(health.checks.connectors[project.ref].detail).toContain('its database does not accept connections');
       expect(await restartsCounted()).toBe(before);
@@ -83,14 +83,14 @@ describe('connector supervision', () => {
     await insert('while the task was failed');
     await eventually(async () => notes().includes('while the task was failed'), 60_000, 'the row committed after the database came back');
     expect(await restartsCounted()).toBeGreaterThan(before);
-    await eventually(async () => (await svc.api(null, 'GET', '/health')).body.checks.connectors[project.ref]?.state === 'running', 30_000, 'running in /health');
-    const health = (await svc.api(null, 'GET', '/health')).body;
+    await eventually(async () => (await svc.detailedHealth()).body.checks.connectors[project.ref]?.state === 'running', 30_000, 'running in /health');
+    const health = (await svc.detailedHealth()).body;
     expect(health.checks.connectors[project.ref]).toMatchObject({ ok: true, state: 'running' });
     expect(health.checks.connectors[project.ref].total_restarts).toBeGreaterThanOrEqual(1);
     expect(health.checks.supervisor).toMatchObject({ ok: true });
     // the slot as the supervisor read it (the local stack limits max_slot_wal_keep_size, so safe_wal_bytes is known)
-    await eventually(async () => typeof (await svc.api(null, 'GET', '/health')).body.checks.connectors[project.ref].slot?.retained_wal_bytes === 'number', 60_000, 'slot figures');
-    const slot = (await svc.api(null, 'GET', '/health')).body.checks.connectors[project.ref].slot;
+    await eventually(async () => typeof (await svc.detailedHealth()).body.checks.connectors[project.ref].slot?.retained_wal_bytes === 'number', 60_000, 'slot figures');
+    const slot = (await svc.detailedHealth()).body.checks.connectors[project.ref].slot;
     expect(slot).toMatchObject({ wal_status: expect.stringMatching(/reserved|extended/), retained_wal_bytes: expect.any(Number), pending_bytes: expect.any(Number), safe_wal_bytes: expect.any(Number) });
     const retainedMax = (await registry.getSingleMetric('integrations_replication_slot_retained_wal_bytes_max')!.get()).values[0]?.value;
     expect(retainedMax).toBeGreaterThan(0);
@@ -105,7 +105,7 @@ describe('connector supervision', () => {
     let failing: any;
     await eventually(
       async () => {
-        failing = (await svc.api(null, 'GET', '/health')).body.checks.connectors[project.ref];
+        failing = (await svc.detailedHealth()).body.checks.connectors[project.ref];
         // state is the supervisor's record, ok what Connect says now: a restart at the backoff
         // shows the task RUNNING for a moment before it fails again
         return failing?.state === 'failing' && failing.ok === false;
@@ -132,7 +132,7 @@ describe('connector supervision', () => {
     await sql(project.databaseUrl, `create publication ${pg.escapeIdentifier(pub)} for table base.outbox with (publish = 'insert')`);
     await insert('after the publication came back');
     await eventually(async () => notes().includes('after the publication came back'), 120_000, 'delivery after the cause was fixed');
-    await eventually(async () => (await svc.api(null, 'GET', '/health')).body.checks.connectors[project.ref]?.state === 'running', 30_000, 'running again');
+    await eventually(async () => (await svc.detailedHealth()).body.checks.connectors[project.ref]?.state === 'running', 30_000, 'running again');
   });
 
   it('npm run admin -- recapture: a new slot and connector, capture from now, in the audit trail', async () => {

@@ -23,14 +23,14 @@ describe('idle capture', () => {
     await f?.stop();
   });
 
-  it('stops the connector of an idle project; /health stays ok; a write wakes it and the row arrives', async () => {
+  it('stops the connector of an idle project; /health (the detailed report) stays ok; a write wakes it and the row arrives', async () => {
     await eventually(async () => (await f.supervised())?.state === 'idle', 60_000, 'the idle project to be stopped');
     expect(await f.connectState()).toBe('STOPPED');
     expect(await f.walsender()).toBe(false); // no replication connection while idle
     // stopped slow, it resumes slow (capture-speed.ts): no task restart for its speed at the wake
     const config = (await (await fetch(`${stack().connectUrl}/connectors/${f.connector}/config`)).json()) as Record<string, string>;
     expect(config['poll.interval.ms']).toBe(String(f.svc.cfg.CAPTURE_SLOW_POLL));
-    const health = await f.svc.api(null, 'GET', '/health');
+    const health = await f.svc.detailedHealth();
     expect(health.status, JSON.stringify(health.body)).toBe(200);
     expect(health.body.checks.connectors[f.project.ref]).toMatchObject({ ok: true, state: 'idle' });
 

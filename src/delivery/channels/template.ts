@@ -74,6 +74,24 @@ export function templatePlaceholders(template: unknown): Placeholder[] {
 }
 
 /**
+ * The secrets a template names ({{secret:NAME}}, spaces inside the braces allowed, as for every
+ * placeholder), read with the grammar renderTemplate fills them by: the generic scan of
+ * placeholders.ts takes no spaces, and a template saved with `{{ secret:X }}` had its secret never
+ * looked up, so every delivery failed as an internal error (found by review, 2026-11-29).
+ */
+export function templateSecretNames(template: unknown): string[] {
+  const names = new Set<string>();
+  const visit = (v: unknown): void => {
+    if (typeof v === 'string') {
+      for (const m of v.matchAll(PLACEHOLDER)) if (SECRET.test(m[1])) names.add(m[1].slice('secret:'.length));
+    } else if (Array.isArray(v)) v.forEach(visit);
+    else if (v && typeof v === 'object') Object.values(v).forEach(visit);
+  };
+  visit(template);
+  return [...names];
+}
+
+/**
  * Checks a template when it is saved: its size, its placeholders, and that every column it names
  * is one the message will carry (`columns`: the table's, or the webhook's `columns` when set).
  */

@@ -4,8 +4,7 @@
 import type { OutboxMessage, WebhookEventPayload, WebhookPayload } from '../message.js';
 import type { AttemptOutcome } from '../../outbound/index.js';
 import type { WebhookConfig } from './send-config.js';
-import { placeholderNames } from './placeholders.js';
-import { renderTemplate, type TemplateScope } from './template.js';
+import { renderTemplate, templateSecretNames, type TemplateScope } from './template.js';
 import { RESERVED_HEADERS, signedHeaders } from './signature.js';
 import type { Channel, ChannelDeps } from './channel.js';
 import { renderAndSend } from './http.js';
@@ -21,7 +20,7 @@ export const BODY_LIMIT_BYTES = 1_048_576;
 async function bodyOf(msg: OutboxMessage, w: WebhookConfig, deps: ChannelDeps): Promise<{ body: string; secrets?: ReadonlyMap<string, string> } | AttemptOutcome> {
   const event = (msg.payload as WebhookPayload).payload;
   if (w.template === null || w.template === undefined) return { body: JSON.stringify(event) };
-  const names = placeholderNames(w.template);
+  const names = templateSecretNames(w.template);
   const secrets = names.length ? await deps.directory.secrets(msg.project, names) : new Map<string, string>();
   const unknown = names.find((n) => !secrets.has(n));
   if (unknown) return { outcome: 'failed', reason: 'unknown_secret', error: `unknown secret ${unknown}`, durationMs: 0 };

@@ -19,7 +19,9 @@ const metadata = { type: 'object', maxProperties: 100 } as const;
 
 const ownerView = (u: UserRecord) => ({ ...presentUser(u), banned_until: u.banned_until ? new Date(u.banned_until).toISOString() : null });
 
-/** "none" lifts a ban; otherwise a duration such as 24h or 30d from now. */
+const MAX_BAN_MS = 100 * 365 * 24 * 3600 * 1000;
+
+/** "none" lifts a ban; otherwise a duration such as 24h or 30d from now, at most 100 years. */
 function banUntil(duration: string): Date | null {
   if (duration === 'none') return null;
   let ms: number;
@@ -29,6 +31,8 @@ function banUntil(duration: string): Date | null {
     throw new ApiError('validation_failed', 'ban_duration must be "none" or a duration such as 1h, 24h, 30d.');
   }
   if (ms <= 0) throw new ApiError('validation_failed', 'ban_duration must be positive.');
+  // beyond it the instant is not a date JavaScript or PostgreSQL can hold
+  if (ms > MAX_BAN_MS) throw new ApiError('validation_failed', 'ban_duration must be at most 100 years (876000h).');
   return new Date(Date.now() + ms);
 }
 
