@@ -2,8 +2,8 @@
 // (panva's oidc-provider, a devDependency: it is not part of a production install).
 //
 // Anyone can sign in with any user name and any password: "ann" becomes ann@example.com, a name
-// with an @ is used as it is. The client is fixed (dev-idp / dev-idp-secret) and its redirect URI is
-// the development project's OIDC callback, taken from $API and $REF (the export line npm start
+// with an @ is used as it is. The client is fixed (dev-idp / dev-idp-secret) and its redirect URIs
+// are the development project's OIDC callbacks, taken from $API and $REF (the export line npm start
 // prints). /app/callback is a stand-in for your application: the page a sign-in returns to, which
 // shows the code and the command that exchanges it for a session.
 //
@@ -33,6 +33,10 @@ const provider = new Provider(issuer, {
   cookies: { keys: ['dev-idp-cookie-key'] },
   features: { devInteractions: { enabled: true } },
 });
+// Each OIDC provider has a redirect URI of its own (…/sso/oidc/callback/{provider id}), known only
+// once it is created: this development IdP takes any under the project's callback path (a real IdP
+// registers the exact one, which is what keeps one IdP's codes from another provider).
+provider.Client.prototype.redirectUriAllowed = (value: unknown) => typeof value === 'string' && (value === callback || value.startsWith(`${callback}/`));
 provider.on('server_error', (_ctx: unknown, err: Error) => console.error(`dev-idp: ${err.message}`));
 
 const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

@@ -29,6 +29,8 @@ export interface ProviderRow {
   trust_email: boolean;
   jit: boolean;
   domains: string[];
+  /** OIDC made before 2026-11-29: its IdP redirects to the project's one shared callback URI (oidc/settings.ts) */
+  oidc_shared_callback: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -51,6 +53,8 @@ export interface ProviderInput {
   metadata_url?: string;
   metadata_xml?: string;
   refresh_metadata?: boolean;
+  /** PATCH only, OIDC: 'own' moves a provider made before 2026-11-29 to a redirect URI of its own */
+  callback?: 'own';
   attribute_mapping?: AttributeMapping;
   trust_email?: boolean;
   jit?: boolean;

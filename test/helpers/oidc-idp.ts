@@ -27,6 +27,11 @@ export interface OidcIdp {
   clientSecret: string;
   setAccount(sub: string, claims: IdpAccount): void;
   /**
+   * Registers one more redirect URI for the client (exact match, as real IdPs do): an OIDC provider's
+   * callback_url is its own and known once it is created, so tests register it then.
+   */
+  allowRedirect(uri: string): void;
+  /**
    * Plays the browser from the authorization URL to the moment the IdP sends it back to the
    * relying party; logs in as `sub` and consents. Returns that redirect (the RP's callback URL).
    */
@@ -42,6 +47,11 @@ export interface IdpOptions {
   advertisedIssuer?: string;
   /** extra claims released under the profile scope */
   extraClaims?: string[];
+  /**
+   * Act as an IdP without RFC 9207 (Entra ID, Google, Okta): discovery does not claim
+   * authorization_response_iss_parameter_supported, and its redirects carry no `iss`.
+   */
+  withoutIss?: boolean;
 }
 
 export async function startOidcIdp(opts: IdpOptions): Promise<OidcIdp> {
@@ -53,7 +63,8 @@ export async function startOidcIdp(opts: IdpOptions): Promise<OidcIdp> {
   const accounts = new Map<string, IdpAccount>();
 
   const provider = new Provider(issuer, {
-    clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: opts.redirectUris, grant_types: ['authorization_code'], response_types: ['code'] }],
+    // (the static list may not be empty; tests add the URIs their providers are given: allowRedirect)
+    clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: opts.redirectUris.length ? opts.redirectUris : ['http://127.0.0.1/unused'], grant_types: ['authorization_code'], response_types: ['code'] }],
     async findAccount(_ctx: unknown, sub: string) {
       const claims = accounts.get(sub);
       if (!claims) return undefined;
@@ -68,11 +79,21 @@ export async function startOidcIdp(opts: IdpOptions): Promise<OidcIdp> {
     ttl: { AccessToken: 600, AuthorizationCode: 60, Grant: 3600, IdToken: 600, Interaction: 600, Session: 3600 },
     features: { devInteractions: { enabled: true } },
   });
+  // the client's redirect URIs, exact strings, growing as providers are made (allowRedirect)
+  const redirects = new Set(opts.redirectUris);
+  provider.Client.prototype.redirectUriAllowed = (value: unknown) => typeof value === 'string' && redirects.has(value);
+  if (opts.withoutIss) {
+    provider.use(async (ctx: { path: string; body: unknown }, next: () => Promise<void>) => {
+      await next();
+      if (ctx.path === '/.well-known/openid-configuration' && ctx.body && typeof ctx.body === 'object') delete (ctx.body as Record<string, unknown>).authorization_response_iss_parameter_supported;
+    });
+  }
   // oidc-provider logs development-mode warnings through console; keep test output clean
   provider.on('server_error', () => {});
   const server = http.createServer(provider.callback());
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
 
+  const withoutIss = opts.withoutIss === true;
   async function login(authorizationUrl: string, sub: string, opts: { cancel?: boolean } = {}): Promise<string> {
     const jar = new Map<string, string>();
     const go = async (target: string, init: RequestInit = {}) => {
@@ -94,7 +115,10 @@ export async function startOidcIdp(opts: IdpOptions): Promise<OidcIdp> {
       const location = res.headers.get('location');
       if (!location) throw new Error(`IdP answered ${res.status} at ${current}: ${(await res.text()).slice(0, 500)}`);
       const next = new URL(location, current);
-      if (next.origin !== new URL(url).origin && next.origin !== new URL(issuer).origin) return next.href;
+      if (next.origin !== new URL(url).origin && next.origin !== new URL(issuer).origin) {
+        if (withoutIss) next.searchParams.delete('iss');
+        return next.href;
+      }
       current = next.href;
       const interaction = /\/interaction\/([^/?#]+)$/.exec(next.pathname);
       if (!interaction) {
@@ -124,6 +148,7 @@ export async function startOidcIdp(opts: IdpOptions): Promise<OidcIdp> {
     clientId,
     clientSecret,
     setAccount: (sub, claims) => void accounts.set(sub, claims),
+    allowRedirect: (uri) => void redirects.add(uri),
     login,
     stop: () =>
       new Promise<void>((resolve) => {

@@ -23,7 +23,7 @@ beforeAll(async () => {
   smtp = await startSmtpServer();
   d = await startDashboard({ env: { SMTP_URL: smtp.url } });
   saml = await startSamlIdpServer((ssoUrl) => new TestIdp({ entityId: HOSTILE_ENTITY, ssoRedirectUrl: ssoUrl }), { nameId: 'ann@acme.test' });
-  oidc = await startOidcIdp({ redirectUris: [oidcCallbackUrl(d.svc.ctx, d.owner.ref)] });
+  oidc = await startOidcIdp({ redirectUris: [] });
   oidc.setAccount('bob', { email: 'bob@globex.test', email_verified: true, name: 'Bob' });
   d.page.on('dialog', (dialog) => void dialog.accept());
 });
@@ -126,7 +126,10 @@ describe('SSO setup page', () => {
     const { page } = d;
     const link = await makeLink({ domains: ['globex.test'], kind: 'oidc' });
     await page.goto(link.url);
-    expect(await page.getByRole('textbox', { name: 'Redirect URI' }).inputValue()).toBe(oidcCallbackUrl(d.svc.ctx, d.owner.ref));
+    // the link's provider's own redirect URI, which the admin registers at the IdP
+    const redirectUri = oidcCallbackUrl(d.svc.ctx, { project_ref: d.owner.ref, id: link.provider_id });
+    expect(await page.getByRole('textbox', { name: 'Redirect URI' }).inputValue()).toBe(redirectUri);
+    oidc.allowRedirect(redirectUri);
     await page.getByRole('textbox', { name: 'Issuer' }).fill(oidc.issuer);
     await page.getByRole('textbox', { name: 'Client ID' }).fill(oidc.clientId);
     await page.getByLabel('Client secret').fill(oidc.clientSecret);

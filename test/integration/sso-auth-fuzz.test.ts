@@ -32,6 +32,7 @@ describe('public auth API fuzz: malformed requests never get a 5xx', () => {
       kind: 'oidc', name: 'Fuzz', domains: ['fuzz.test'], issuer: idp.issuer, client_id: idp.clientId, client_secret: idp.clientSecret,
     });
     expect(oidc.status, JSON.stringify(oidc.body)).toBe(201);
+    idp.allowRedirect(oidc.body.callback_url);
     const saml = await svc.api(project.ownerToken, 'POST', `/v1/projects/${project.ref}/auth/providers/sso`, {
       kind: 'saml', name: 'Fuzz SAML', domains: ['saml-fuzz.test'],
       metadata_xml: `<EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" entityID="https://idp.fuzz.test"><IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol"><SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="https://idp.fuzz.test/sso"/></IDPSSODescriptor></EntityDescriptor>`,

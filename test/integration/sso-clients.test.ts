@@ -24,6 +24,7 @@ describe('SSO clients', () => {
       kind: 'oidc', name: 'Clients', domains: ['clients.test'], issuer: idp.issuer, client_id: idp.clientId, client_secret: idp.clientSecret,
     });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
+    idp.allowRedirect(r.body.callback_url);
     providerId = r.body.id;
   });
   afterAll(async () => {

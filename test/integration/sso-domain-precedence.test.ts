@@ -79,6 +79,7 @@ describe('OIDC: a parent provider cannot assert a subdomain another provider ser
     const add = async (idp: OidcIdp, domain: string) => {
       const r = await svc.api(project.ownerToken, 'POST', providersOf(project), { kind: 'oidc', name: `IdP of ${domain}`, domains: [domain], issuer: idp.issuer, client_id: idp.clientId, client_secret: idp.clientSecret });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
+      idp.allowRedirect(r.body.callback_url);
       return r.body.id as string;
     };
     acmeProvider = await add(acme, 'acme.test');

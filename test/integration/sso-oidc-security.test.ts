@@ -21,6 +21,7 @@ describe('OIDC sign-in: replay, PKCE, expiry, redirects and sessions', () => {
       kind: 'oidc', name: 'Corp', domains: ['corp.test'], issuer: idp.issuer, client_id: idp.clientId, client_secret: idp.clientSecret,
     });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
+    idp.allowRedirect(r.body.callback_url);
     for (const sub of ['u1', 'u2', 'u3', 'u4', 'u5', 'u6']) idp.setAccount(sub, { email: `${sub}@corp.test`, email_verified: true });
   });
   afterAll(async () => {
@@ -99,6 +100,7 @@ describe('OIDC sign-in: replay, PKCE, expiry, redirects and sessions', () => {
         kind: 'oidc', name: 'Wrong secret', domains: ['corp.test'], issuer: wrongIdp.issuer, client_id: wrongIdp.clientId, client_secret: 'not-the-secret',
       });
       expect(created.status).toBe(201);
+      wrongIdp.allowRedirect(created.body.callback_url);
       wrongIdp.setAccount('w1', { email: 'w1@corp.test', email_verified: true });
       const r = await signInThrough(wrongIdp, other, 'w1', selector);
       expect(r.error).toBe('sso_failed');

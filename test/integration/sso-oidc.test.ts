@@ -19,6 +19,7 @@ describe('OIDC sign-in', () => {
   async function addProvider(idp: OidcIdp, domains: string[], extra: Record<string, unknown> = {}): Promise<string> {
     const r = await owner('POST', providers(), { kind: 'oidc', name: `IdP for ${domains[0]}`, domains, issuer: idp.issuer, client_id: idp.clientId, client_secret: idp.clientSecret, ...extra });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
+    idp.allowRedirect(r.body.callback_url);
     return r.body.id;
   }
 

@@ -27,7 +27,7 @@ describe('SSO provider and user management', () => {
     const r = await owner('POST', path(), oidc({ domains: ['Corp.test', 'corp.test', 'sub.CORP.test.'] }));
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     expect(Object.keys(r.body)).toEqual(['id', 'kind', 'name', 'enabled', 'draft', 'domains', 'issuer', 'client_id', 'scopes', 'attribute_mapping', 'trust_email', 'jit', 'callback_url', 'created_at', 'updated_at']);
-    expect(r.body).toMatchObject({ kind: 'oidc', enabled: true, domains: ['corp.test', 'sub.corp.test'], scopes: ['openid', 'email', 'profile'], jit: true, trust_email: false, callback_url: `${project.projectUrl}/auth/v1/sso/oidc/callback` });
+    expect(r.body).toMatchObject({ kind: 'oidc', enabled: true, domains: ['corp.test', 'sub.corp.test'], scopes: ['openid', 'email', 'profile'], jit: true, trust_email: false, callback_url: `${project.projectUrl}/auth/v1/sso/oidc/callback/${r.body.id}` });
     expect(JSON.stringify(r.body)).not.toContain('very-secret-value-123');
     const row = await svc.ctx.db.query('select * from sso_providers where id = $1', [r.body.id]);
     expect(JSON.stringify(row.rows[0])).not.toContain('very-secret-value-123');

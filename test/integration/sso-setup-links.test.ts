@@ -195,7 +195,7 @@ describe('SSO setup links', () => {
 describe('SSO setup links: OIDC', () => {
   let oidc: OidcIdp;
   beforeAll(async () => {
-    oidc = await startOidcIdp({ redirectUris: [oidcCallbackUrl(svc.ctx, owner.ref)] });
+    oidc = await startOidcIdp({ redirectUris: [] });
     oidc.setAccount('ann', { email: 'ann@oidc.test', email_verified: true, name: 'Ann' });
     oidc.setAccount('nomail', { name: 'No Mail' });
   });
@@ -204,7 +204,11 @@ describe('SSO setup links: OIDC', () => {
   it('tests against a real oidc-provider: a cancelled and a mail-less sign-in are explained, a good one activates; the secret stays write-only', async () => {
     const link = await makeLink({ domains: ['oidc.test'], kind: 'oidc' });
     const info = await page(link.secret, 'GET', '');
-    expect(info.body).toMatchObject({ saml: null, oidc: { redirect_uri: oidcCallbackUrl(svc.ctx, owner.ref), scopes: ['openid', 'email', 'profile'] } });
+    // the link's own provider id is in it: register it at the IdP as the admin would
+    const redirectUri = oidcCallbackUrl(svc.ctx, { project_ref: owner.ref, id: link.provider_id });
+    expect(redirectUri).toBe(`${owner.projectUrl}/auth/v1/sso/oidc/callback/${link.provider_id}`);
+    expect(info.body).toMatchObject({ saml: null, oidc: { redirect_uri: redirectUri, scopes: ['openid', 'email', 'profile'] } });
+    oidc.allowRedirect(redirectUri);
     const saved = await page(link.secret, 'PUT', '/provider', { kind: 'oidc', issuer: oidc.issuer, client_id: oidc.clientId, client_secret: oidc.clientSecret });
     expect(saved.status, JSON.stringify(saved.body)).toBe(200);
     expect(saved.body).toMatchObject({ draft: true, has_client_secret: true });

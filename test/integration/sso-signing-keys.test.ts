@@ -34,6 +34,7 @@ describe('access-token signing key rotation', () => {
       kind: 'oidc', name: 'Keys', domains: ['keys.test'], issuer: idp.issuer, client_id: idp.clientId, client_secret: idp.clientSecret,
     });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
+    idp.allowRedirect(r.body.callback_url);
   });
   afterAll(async () => {
     await idp?.stop();

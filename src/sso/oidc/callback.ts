@@ -2,12 +2,12 @@
 // flow is taken by its state (single use), then openid-client checks the answer: the state, the
 // `iss` parameter against the discovered issuer, the code exchange with our PKCE verifier and
 // client secret, and the ID token (signature, issuer, audience, expiry, nonce of this flow).
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as client from 'openid-client';
 import { aad } from '../../lib/secret-box.js';
 import { sha256 } from '../../lib/tokens.js';
 import { ApiError } from '../../errors.js';
-import { refParams } from '../../http/index.js';
+import { refParams, uuid } from '../../http/index.js';
 import { mapOidcClaims } from '../sign-in/attribute-mapping.js';
 import { loadAuthProject } from '../auth-project.js';
 import { consumeFlow } from '../sign-in/flows.js';
@@ -89,7 +89,7 @@ function idpError(err: unknown): string | undefined {
 
 async function verifyAndMap(ctx: SsoContext, flow: FlowRow, provider: ProviderRow, query: string) {
   const config = await configurationFor(ctx, oidcSettings(provider), () => openClientSecret(ctx, provider));
-  const currentUrl = new URL(`${oidcCallbackUrl(ctx, flow.project_ref)}?${query}`);
+  const currentUrl = new URL(`${oidcCallbackUrl(ctx, provider)}?${query}`);
   const tokens = await client.authorizationCodeGrant(config, currentUrl, {
     pkceCodeVerifier: ctx.box.open(flow.idp_code_verifier_enc!, aad.flowVerifier(flow.id)),
     expectedState: new URL(currentUrl).searchParams.get('state') ?? '',
@@ -109,56 +109,71 @@ async function verifyAndMap(ctx: SsoContext, flow: FlowRow, provider: ProviderRo
 }
 
 export function registerOidcCallback(app: FastifyInstance, ctx: SsoContext): void {
+  const schema = {
+    tags: ['sso'],
+    // The parameters are the IdP's (code, state, iss, error... and vendor extras such as
+    // session_state); openid-client validates them, so unknown ones are let through here.
+    querystring: { type: 'object', additionalProperties: { type: 'string' }, properties: { state: { type: 'string', maxLength: 512 } } },
+  } as const;
+  // the sign-in flow's state (single use, hashed), the URI it came back to, and the IdP's signed ID token are the credential
+  const config = { access: 'public' } as const;
+  app.get<{ Params: { ref: string; provider: string }; Querystring: Record<string, string> }>(
+    '/projects/:ref/auth/v1/sso/oidc/callback/:provider',
+    {
+      config,
+      schema: { ...schema, summary: "OIDC redirect URI of one provider (its IdP sends the browser here)", params: { type: 'object', additionalProperties: false, required: ['ref', 'provider'], properties: { ...refParams.properties, provider: uuid } } },
+    },
+    async (req, reply) => callback(req, reply, req.params.provider.toLowerCase()),
+  );
   app.get<{ Params: { ref: string }; Querystring: Record<string, string> }>(
     '/projects/:ref/auth/v1/sso/oidc/callback',
-    {
-      // the sign-in flow's state (single use, hashed) and the IdP's signed ID token are the credential
-      config: { access: 'public' },
-      schema: {
-        tags: ['sso'],
-        summary: 'OIDC redirect URI (the IdP sends the browser here)',
-        params: refParams,
-        // The parameters are the IdP's (code, state, iss, error... and vendor extras such as
-        // session_state); openid-client validates them, so unknown ones are let through here.
-        querystring: { type: 'object', additionalProperties: { type: 'string' }, properties: { state: { type: 'string', maxLength: 512 } } },
-      },
-    },
-    async (req, reply) => {
-      const project = await loadAuthProject(ctx, req.params.ref);
-      if (!project) throw new ApiError('not_found');
-      const state = req.query.state;
-      const flow = state ? await consumeFlow(ctx, project.ref, 'state_hash', sha256(state)) : null;
-      if (!flow) {
-        req.log.info('oidc callback without a usable flow (unknown, replayed or missing state)');
-        return reply.redirect(failureRedirect(project.site_url, 'flow_state_not_found', 'The sign-in attempt is unknown or was already used; start again.'), 303);
-      }
-      if (flow.expired) {
-        return reply.redirect(failureRedirect(flow.redirect_to, 'flow_state_expired', 'The sign-in attempt expired; start again.'), 303);
-      }
-      const provider = await getProvider(ctx.db, project.ref, flow.provider_id);
-      // a setup link's test sign-in runs against the link's draft, which real sign-ins never reach
-      const usable = provider && provider.kind === 'oidc' && (provider.enabled || (!!flow.setup_link_id && provider.draft));
-      if (!provider || !usable) {
-        return reply.redirect(failureRedirect(flow.redirect_to, 'sso_provider_not_found', 'The identity provider is no longer enabled.'), 303);
-      }
-      let claims;
-      try {
-        claims = await verifyAndMap(ctx, flow, provider, req.url.slice(req.url.indexOf('?') + 1));
-      } catch (err) {
-        // the description only: the error's cause may carry the IdP's claims
-        const reason = describe(err);
-        req.log.info({ provider: provider.id, flow: flow.id, reason }, 'oidc answer refused');
-        if (flow.setup_link_id) {
-          const told = publicReason(err);
-          const values = setupValues(ctx, project.ref, provider.id, provider.domains);
-          const explanation = told.backChannel ? explainIdpRequest(told.reason) : explainOidc(told.reason, idpError(err), values);
-          return reply.redirect(await finishTest(ctx, req.log, flow, provider, { ok: false, explanation }), 303);
-        }
-        // also after a link's activation, its holder must not be able to probe through real sign-ins
-        return reply.redirect(failureRedirect(flow.redirect_to, 'sso_failed', publicReason(err).reason), 303);
-      }
-      if (flow.setup_link_id) return reply.redirect(await finishTest(ctx, req.log, flow, provider, { ok: true, claims }), 303);
-      return reply.redirect(await completeSignIn(ctx, flow, provider, claims), 303);
-    },
+    { config, schema: { ...schema, summary: 'OIDC redirect URI shared by the providers made before 2026-11-29', params: refParams } },
+    async (req, reply) => callback(req, reply, null),
   );
+
+  /** `via`: the provider whose URI the browser came back to; null: the project's shared URI. */
+  async function callback(req: FastifyRequest<{ Params: { ref: string }; Querystring: Record<string, string> }>, reply: FastifyReply, via: string | null) {
+    const project = await loadAuthProject(ctx, req.params.ref);
+    if (!project) throw new ApiError('not_found');
+    const state = req.query.state;
+    const flow = state ? await consumeFlow(ctx, project.ref, 'state_hash', sha256(state)) : null;
+    if (!flow) {
+      req.log.info('oidc callback without a usable flow (unknown, replayed or missing state)');
+      return reply.redirect(failureRedirect(project.site_url, 'flow_state_not_found', 'The sign-in attempt is unknown or was already used; start again.'), 303);
+    }
+    if (flow.expired) {
+      return reply.redirect(failureRedirect(flow.redirect_to, 'flow_state_expired', 'The sign-in attempt expired; start again.'), 303);
+    }
+    const provider = await getProvider(ctx.db, project.ref, flow.provider_id);
+    // a setup link's test sign-in runs against the link's draft, which real sign-ins never reach
+    const usable = provider && provider.kind === 'oidc' && (provider.enabled || (!!flow.setup_link_id && provider.draft));
+    if (!provider || !usable) {
+      return reply.redirect(failureRedirect(flow.redirect_to, 'sso_provider_not_found', 'The identity provider is no longer enabled.'), 303);
+    }
+    // Only at its own provider's redirect URI: an IdP redirects to the URI registered with it, so a
+    // state that arrives at another URI came with another IdP's code (a mix-up, or a lure carrying
+    // someone else's state). Its code is never sent anywhere; the flow is used up.
+    if (via === null ? !provider.oidc_shared_callback : provider.oidc_shared_callback || via !== provider.id) {
+      req.log.warn({ provider: provider.id, flow: flow.id, via: via ?? 'shared' }, "oidc callback refused: it came back to another provider's redirect URI than its flow's (an IdP mix-up, or a lure)");
+      return reply.redirect(failureRedirect(flow.redirect_to, 'sso_failed', "The sign-in came back from another identity provider than the one it was started with; start again."), 303);
+    }
+    let claims;
+    try {
+      claims = await verifyAndMap(ctx, flow, provider, req.url.slice(req.url.indexOf('?') + 1));
+    } catch (err) {
+      // the description only: the error's cause may carry the IdP's claims
+      const reason = describe(err);
+      req.log.info({ provider: provider.id, flow: flow.id, reason }, 'oidc answer refused');
+      if (flow.setup_link_id) {
+        const told = publicReason(err);
+        const values = setupValues(ctx, project.ref, provider, provider.domains);
+        const explanation = told.backChannel ? explainIdpRequest(told.reason) : explainOidc(told.reason, idpError(err), values);
+        return reply.redirect(await finishTest(ctx, req.log, flow, provider, { ok: false, explanation }), 303);
+      }
+      // also after a link's activation, its holder must not be able to probe through real sign-ins
+      return reply.redirect(failureRedirect(flow.redirect_to, 'sso_failed', publicReason(err).reason), 303);
+    }
+    if (flow.setup_link_id) return reply.redirect(await finishTest(ctx, req.log, flow, provider, { ok: true, claims }), 303);
+    return reply.redirect(await completeSignIn(ctx, flow, provider, claims), 303);
+  }
 }

@@ -78,7 +78,7 @@ export const oidcKind: ProviderKind = {
       issuer: provider.issuer,
       client_id: provider.client_id,
       scopes: provider.scopes ?? DEFAULT_SCOPES,
-      callback_url: oidcCallbackUrl(ctx, provider.project_ref),
+      callback_url: oidcCallbackUrl(ctx, provider),
     };
   },
 
@@ -94,7 +94,7 @@ export const oidcKind: ProviderKind = {
     const nonce = client.randomNonce();
     const verifier = client.randomPKCECodeVerifier();
     const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: oidcCallbackUrl(ctx, provider.project_ref),
+      redirect_uri: oidcCallbackUrl(ctx, provider),
       response_type: 'code',
       scope: (provider.scopes ?? DEFAULT_SCOPES).join(' '),
       state,

@@ -40,7 +40,16 @@ const patchBody = {
   type: 'object',
   additionalProperties: false,
   minProperties: 1,
-  properties: { ...providerFields, refresh_metadata: { type: 'boolean' } },
+  properties: {
+    ...providerFields,
+    refresh_metadata: { type: 'boolean' },
+    callback: {
+      type: 'string',
+      enum: ['own'],
+      description:
+        "OIDC: move a provider made before 2026-11-29 from the project's shared redirect URI to one of its own (callback_url in the answer): register that URI at the IdP first. The shared URI is refused for it from then on",
+    },
+  },
 } as const;
 
 // The answers to POST and PATCH add, last and only when the write moved someone, `warnings`:

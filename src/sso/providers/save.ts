@@ -82,6 +82,7 @@ export async function createProvider(ctx: SsoContext, ref: string, id: string, b
       attribute_mapping: b.attribute_mapping,
       trust_email: b.trust_email,
       jit: b.jit,
+      oidc_shared_callback: b.callback === 'own' ? false : undefined,
       ...columns,
     });
     await setDomains(c, ref, id, domains);
@@ -99,6 +100,7 @@ export async function createProvider(ctx: SsoContext, ref: string, id: string, b
  */
 export async function changeProvider(ctx: SsoContext, ref: string, existing: ProviderRow, b: ProviderInput, audit: AuditWriter, opts: { guard?: WriteGuard } = {}): Promise<Saved> {
   checkKindFields(existing.kind, b);
+  if (b.callback !== undefined && existing.kind !== 'oidc') throw new ApiError('validation_failed', 'body.callback applies to OIDC providers only (a SAML provider has its own ACS URL).');
   const domains = b.domains !== undefined ? normalizeDomains(b.domains) : undefined;
   const columns = await kindOf(existing.kind).prepare(ctx, existing.id, b, existing);
   let warnings: TakeoverWarning[] = [];
@@ -116,6 +118,7 @@ export async function changeProvider(ctx: SsoContext, ref: string, existing: Pro
       attribute_mapping: b.attribute_mapping,
       trust_email: b.trust_email,
       jit: b.jit,
+      oidc_shared_callback: b.callback === 'own' ? false : undefined,
       ...columns,
     });
     if (domains) await setDomains(c, ref, existing.id, domains);

@@ -76,6 +76,8 @@ const KIND_COLUMNS = ['issuer', 'client_id', 'client_secret_enc', 'scopes', 'met
 
 export interface CommonColumns {
   name?: string;
+  /** false moves an OIDC provider from the project's shared redirect URI to its own (oidc/settings.ts) */
+  oidc_shared_callback?: boolean;
   enabled?: boolean;
   /** made through a setup link and not activated yet (docs/sso.md, "Setup links") */
   draft?: boolean;
@@ -96,7 +98,7 @@ export async function insertProvider(
 }
 
 export async function updateProvider(c: pg.PoolClient, id: string, changes: CommonColumns & KindColumns): Promise<void> {
-  const allowed = new Set<string>(['name', 'enabled', 'draft', 'attribute_mapping', 'trust_email', 'jit', ...KIND_COLUMNS]);
+  const allowed = new Set<string>(['name', 'enabled', 'draft', 'attribute_mapping', 'trust_email', 'jit', 'oidc_shared_callback', ...KIND_COLUMNS]);
   const cols = Object.entries(changes).filter(([k, v]) => v !== undefined && allowed.has(k));
   await c.query(
     `update sso_providers set ${[...cols.map(([k], i) => `${k} = $${i + 2}`), 'updated_at = now()'].join(', ')} where id = $1`,

@@ -58,7 +58,7 @@ export async function consumeSamlResponse(
     if (!(e instanceof Refusal)) throw e;
     log.info({ reason: e.description }, 'saml response refused');
     if (flow?.setup_link_id && provider) {
-      const values = setupValues(ctx, project.ref, provider.id, provider.domains);
+      const values = setupValues(ctx, project.ref, provider, provider.domains);
       return finishTest(ctx, log, flow, provider, { ok: false, explanation: explainSaml(e.reason ?? e.description, values) });
     }
     return failureRedirect(e.redirectTo, 'invalid_saml_response', e.description);

@@ -118,7 +118,8 @@ function spSide(ctx: SsoContext, link: LinkRow, provider: ProviderRow | null) {
       ...Object.entries(m.extra ?? {}).map(([field, attribute]) => ({ field, attribute })),
     ],
   };
-  const oidc = { redirect_uri: oidcCallbackUrl(ctx, link.project_ref), scopes: provider?.scopes ?? DEFAULT_SCOPES };
+  // the link's provider id is its draft's, and stays the provider's once activated
+  const oidc = { redirect_uri: oidcCallbackUrl(ctx, provider ?? { project_ref: link.project_ref, id: link.provider_id }), scopes: provider?.scopes ?? DEFAULT_SCOPES };
   return { saml: link.kind === 'oidc' ? null : saml, oidc: link.kind === 'saml' ? null : oidc };
 }
 

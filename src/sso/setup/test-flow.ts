@@ -19,8 +19,8 @@ import { linkById, setupPageUrl, type LinkRow } from './links.js';
 export type TestOutcome = { ok: true; claims: SignInClaims } | { ok: false; explanation: Explanation };
 
 /** The values the explanations quote back (what the admin should have entered). */
-export function setupValues(ctx: Pick<SsoContext, 'cfg'>, ref: string, providerId: string, domains: string[]): SetupValues {
-  return { acsUrl: acsUrl(ctx, ref, providerId), spEntityId: spMetadataUrl(ctx, ref, providerId), redirectUri: oidcCallbackUrl(ctx, ref), domains };
+export function setupValues(ctx: Pick<SsoContext, 'cfg'>, ref: string, provider: { id: string; oidc_shared_callback?: boolean }, domains: string[]): SetupValues {
+  return { acsUrl: acsUrl(ctx, ref, provider.id), spEntityId: spMetadataUrl(ctx, ref, provider.id), redirectUri: oidcCallbackUrl(ctx, { project_ref: ref, ...provider }), domains };
 }
 
 // Attribute values are the IdP's: kept for display, bounded so a huge group list cannot bloat a row.
@@ -48,7 +48,7 @@ function shown(claims: SignInClaims): Record<string, unknown> {
  * providers (a more specific domain served by another one is not this provider's to sign in).
  */
 async function checkClaims(ctx: SsoContext, link: LinkRow, provider: ProviderRow, claims: SignInClaims): Promise<Explanation | null> {
-  const v = setupValues(ctx, link.project_ref, provider.id, link.domains);
+  const v = setupValues(ctx, link.project_ref, provider, link.domains);
   const domain = claims.email ? emailDomain(claims.email) : null;
   if (!domain) return { ...explainClaims('email_missing', { ...v, emailAttribute: provider.attribute_mapping.email }), detail: 'The answer carried no usable email address.' };
   if (!link.domains.some((d) => domainMatches(domain, d))) {
