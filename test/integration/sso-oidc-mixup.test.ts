@@ -12,7 +12,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { arriveAt, exchangeCode, startOidcIdp, startSignIn, type OidcIdp } from '../helpers/oidc-idp.js';
+import { arriveAt, exchangeCode, signInThrough, startOidcIdp, startSignIn, type OidcIdp } from '../helpers/oidc-idp.js';
 import { startTestService, type TestProject, type TestService } from '../helpers/service.js';
 
 const app = 'http://app.test';
@@ -123,6 +123,35 @@ describe('OIDC: a code goes back only to the provider whose IdP issued it', () =
     const again = await startSignIn(project, { domain: 'corp.test' }, `${app}/cb`);
     const back2 = new URL(await idp.login(again.url!, 'victim'));
     expect((await arriveAt(`${project.projectUrl}/auth/v1/sso/oidc/callback${back2.search}`)).searchParams.get('error')).toBe('sso_failed');
+  });
+
+  it("another IdP behind a provider does not inherit the old one's identities by subject", async () => {
+    const [one, two] = await Promise.all([startOidcIdp({ redirectUris: [] }), startOidcIdp({ redirectUris: [] })]);
+    try {
+      const r = await svc.api(project.ownerToken, 'POST', `/v1/projects/${project.ref}/auth/providers/sso`, {
+        kind: 'oidc', name: 'Moves', domains: ['moves.test'], issuer: one.issuer, client_id: one.clientId, client_secret: one.clientSecret,
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      for (const idp of [one, two]) idp.allowRedirect(r.body.callback_url);
+      one.setAccount('1001', { email: 'ceo@moves.test', email_verified: true });
+      const ceo = await signInThrough(one, project, '1001', { domain: 'moves.test' }, `${app}/cb`);
+      const ceoUser = (await exchangeCode(project, ceo.code!, ceo.verifier)).body.user;
+      expect(ceoUser.email).toBe('ceo@moves.test');
+
+      // the owner points the provider at another IdP, whose sub 1001 is someone else
+      const moved = await svc.api(project.ownerToken, 'PATCH', `/v1/projects/${project.ref}/auth/providers/sso/${r.body.id}`, { issuer: two.issuer });
+      expect(moved.status, JSON.stringify(moved.body)).toBe(200);
+      const audit = await svc.ctx.db.query(`select details from audit_log where resource_id = $1 and action = 'sso_provider.update' order by created_at desc limit 1`, [r.body.id]);
+      expect(audit.rows[0].details).toMatchObject({ identities_released: 1 });
+      two.setAccount('1001', { email: 'someone@moves.test', email_verified: true });
+      const other = await signInThrough(two, project, '1001', { domain: 'moves.test' }, `${app}/cb`);
+      expect(other.error, other.landed.toString()).toBeNull();
+      const otherUser = (await exchangeCode(project, other.code!, other.verifier)).body.user;
+      expect(otherUser.email).toBe('someone@moves.test');
+      expect(otherUser.id).not.toBe(ceoUser.id);
+    } finally {
+      await Promise.all([one.stop(), two.stop()]);
+    }
   });
 
   it('a provider made before per-provider URIs keeps the shared one until the owner moves it, and then only its own works', async () => {

@@ -122,6 +122,13 @@ export async function changeProvider(ctx: SsoContext, ref: string, existing: Pro
       ...columns,
     });
     if (domains) await setDomains(c, ref, existing.id, domains);
+    // Another IdP behind the provider: a subject is unique only within its issuer (OIDC's sub, a
+    // SAML NameID), so the identities the old one vouched for are let go. The users stay; the new
+    // IdP's people are found again by the linking rules (sign-in/user-resolution.ts), never by a
+    // subject that happens to repeat one of the old IdP's (found by review, 2026-11-29: the new
+    // IdP's sub 1001 signed in as the old IdP's sub 1001, another person).
+    const newIdp = (columns.issuer !== undefined && columns.issuer !== existing.issuer) || (columns.idp_entity_id !== undefined && columns.idp_entity_id !== existing.idp_entity_id);
+    const released = newIdp ? ((await c.query('delete from identities where provider_id = $1', [existing.id])).rowCount ?? 0) : 0;
     // the domains this write puts live: all of them when it enables the provider, else those added
     // to an enabled one; users of a subdomain another live provider served move to it
     if (was && (b.enabled ?? was.enabled)) {
@@ -129,7 +136,8 @@ export async function changeProvider(ctx: SsoContext, ref: string, existing: Pro
       const moved = was.enabled ? after.filter((d) => !before.includes(d)) : after;
       warnings = await takeoverWarnings(c, ref, moved, { exclude: existing.id, moment: 'now' });
     }
-    await audit(c, withTakeover(providerUpdated(existing, b, columns, domains), warnings));
+    const event = withTakeover(providerUpdated(existing, b, columns, domains), warnings);
+    await audit(c, newIdp ? { ...event, details: { ...event.details, identities_released: released } } : event);
   });
   return { provider: await mustGet(ctx, ref, existing.id), warnings };
 }
