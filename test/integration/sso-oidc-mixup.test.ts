@@ -154,6 +154,30 @@ describe('OIDC: a code goes back only to the provider whose IdP issued it', () =
     }
   });
 
+  it("an IdP's email is taken in one spelling: a second @ is no address, a trailing dot the same account", async () => {
+    const idp2 = await startOidcIdp({ redirectUris: [] });
+    try {
+      const r = await svc.api(project.ownerToken, 'POST', `/v1/projects/${project.ref}/auth/providers/sso`, {
+        kind: 'oidc', name: 'Spellings', domains: ['spell.test'], issuer: idp2.issuer, client_id: idp2.clientId, client_secret: idp2.clientSecret,
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      idp2.allowRedirect(r.body.callback_url);
+      idp2.setAccount('two-at', { email: 'ceo@acme.test@spell.test', email_verified: true });
+      expect((await signInThrough(idp2, project, 'two-at', { domain: 'spell.test' }, `${app}/cb`)).error).toBe('email_domain_not_allowed');
+      idp2.setAccount('plain', { email: 'ann@spell.test', email_verified: true });
+      idp2.setAccount('dotted', { email: 'Ann@Spell.test.', email_verified: true });
+      const a = await signInThrough(idp2, project, 'plain', { domain: 'spell.test' }, `${app}/cb`);
+      const annUser = (await exchangeCode(project, a.code!, a.verifier)).body.user;
+      expect(annUser.email).toBe('ann@spell.test');
+      // another subject with the same address in another spelling: the same address, so the
+      // linking rules decide (this project does not link): never a second account for it
+      const b = await signInThrough(idp2, project, 'dotted', { domain: 'spell.test' }, `${app}/cb`);
+      expect(b.error).toBe('email_exists');
+    } finally {
+      await idp2.stop();
+    }
+  });
+
   it('a provider made before per-provider URIs keeps the shared one until the owner moves it, and then only its own works', async () => {
     const legacyIdp = await startOidcIdp({ redirectUris: [`${project.projectUrl}/auth/v1/sso/oidc/callback`], withoutIss: true });
     try {

@@ -15,6 +15,22 @@ export function normalizeDomain(input: string): string | null {
   return d;
 }
 
+/**
+ * An IdP's email in one spelling: one `@`, a local part of 1 to 64 characters without spaces,
+ * controls or quotes, and a domain as normalizeDomain has it (lower case, no trailing dot). Null
+ * when it is not such an address. Before 2026-11-29 an IdP's `ceo@acme.com@evil.test` was taken as
+ * an address of evil.test, and `victim@corp.test.` as another account than `victim@corp.test`
+ * (found by review).
+ */
+export function canonicalEmail(email: string): string | null {
+  const parts = email.trim().split('@');
+  if (parts.length !== 2) return null;
+  const [local, host] = parts;
+  if (local.length === 0 || local.length > 64 || /[\s\x00-\x1f\x7f"<>()\[\],;:\\]/.test(local)) return null;
+  const domain = normalizeDomain(host);
+  return domain ? `${local.toLowerCase()}@${domain}` : null;
+}
+
 /** The domain part of an email address, lower-cased; null when it is not an address. */
 export function emailDomain(email: string): string | null {
   const at = email.lastIndexOf('@');

@@ -13,7 +13,7 @@
 import type pg from 'pg';
 import { ApiError } from '../../errors.js';
 import type { SignInClaims } from './attribute-mapping.js';
-import { domainMatches, emailDomain } from './domain-routing.js';
+import { canonicalEmail, domainMatches, emailDomain } from './domain-routing.js';
 import { routedDomain } from '../providers/store.js';
 import type { AuthProject, ProviderRow } from '../types.js';
 
@@ -66,7 +66,9 @@ async function touchUser(c: pg.PoolClient, user: UserRow, provider: ProviderRow)
   await c.query('update users set last_sign_in_at = now(), app_metadata = $2, updated_at = now() where id = $1', [user.id, appMetadata]);
 }
 
-export async function resolveUser(c: pg.PoolClient, project: AuthProject, provider: ProviderRow, claims: SignInClaims): Promise<string> {
+export async function resolveUser(c: pg.PoolClient, project: AuthProject, provider: ProviderRow, asserted: SignInClaims): Promise<string> {
+  // one spelling of the IdP's email from here on (kept, linked and put in tokens); not an address: none
+  const claims = { ...asserted, email: asserted.email === null ? null : canonicalEmail(asserted.email) };
   const USER = 'u.id, u.email_confirmed_at, u.banned_until, u.app_metadata';
   // 1. known identity
   const known = await c.query(`select ${USER} from identities i join users u on u.id = i.user_id where i.provider_id = $1 and i.subject = $2 for update of u`, [provider.id, claims.subject]);
