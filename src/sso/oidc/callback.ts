@@ -1,5 +1,6 @@
-// The OIDC redirect URI: the IdP sends the browser here with code and state (or an error). The
-// flow is taken by its state (single use), then openid-client checks the answer: the state, the
+// The OIDC redirect URIs: the IdP sends the browser here with code and state (or an error). The
+// flow is taken by its state (single use), and only at its own provider's URI (settings.ts says
+// why: a code must go back to the IdP that issued it); then openid-client checks the answer: the state, the
 // `iss` parameter against the discovered issuer, the code exchange with our PKCE verifier and
 // client secret, and the ID token (signature, issuer, audience, expiry, nonce of this flow).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
