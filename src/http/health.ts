@@ -33,6 +33,15 @@ async function timed<T extends Check>(p: Promise<T>, ms = 3000): Promise<T | Che
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
+/** Each part that can be down: what it is, and what waits for it (both answers say this; the public one without the error). */
+const PARTS = {
+  postgres: ['control database unreachable', 'the Management API, sign-ins, and recording delivery outcomes wait for it; deliveries already in Kafka wait uncommitted and resume when it is back'],
+  kafka: ['Kafka unreachable', "capture and delivery wait for it; committed messages stay in the projects' replication slots"],
+  connect: ['Kafka Connect unreachable', 'capture waits for it; committed messages stay in the replication slots'],
+} as const;
+/** The detail of a part that is down: with the error that said so (the metrics port), or without (it may name hosts). */
+const down = (part: keyof typeof PARTS, error?: string) => `${PARTS[part][0]}${error === undefined ? '' : ` (${error})`}: ${PARTS[part][1]}`;
+
 export async function healthReport(ctx: AppContext) {
   const admin = ctx.kafka.admin();
   const [postgres, kafka, statuses] = await Promise.all([
@@ -50,9 +59,9 @@ export async function healthReport(ctx: AppContext) {
     ),
     Promise.race([ctx.connect.statuses(), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer in 3000ms')), 3000).unref())]).catch((e: Error) => e),
   ]);
-  if (!postgres.ok) postgres.detail = `control database unreachable (${postgres.detail}): the Management API, sign-ins, and recording delivery outcomes wait for it; deliveries already in Kafka wait uncommitted and resume when it is back`;
-  if (!kafka.ok) kafka.detail = `Kafka unreachable (${kafka.detail}): capture and delivery wait for it; committed messages stay in the projects' replication slots`;
-  const connect: Check = statuses instanceof Error ? { ok: false, detail: `Kafka Connect unreachable (${statuses.message}): capture waits for it; committed messages stay in the replication slots` } : { ok: true };
+  if (!postgres.ok) postgres.detail = down('postgres', postgres.detail);
+  if (!kafka.ok) kafka.detail = down('kafka', kafka.detail);
+  const connect: Check = statuses instanceof Error ? { ok: false, detail: down('connect', statuses.message) } : { ok: true };
 
   const connectors: Record<string, ConnectorCheck> = {};
   let supervisor: Check & { holder?: string; last_check_seconds_ago?: number } = { ok: true };
@@ -124,19 +133,12 @@ export async function healthReport(ctx: AppContext) {
 
 type Report = Awaited<ReturnType<typeof healthReport>>['body'];
 
-/** What a part that is down stops, said without the error that said so (it may name hosts). */
-const WAITS = {
-  postgres: 'control database unreachable: the Management API, sign-ins, and recording delivery outcomes wait for it; deliveries already in Kafka wait uncommitted and resume when it is back',
-  kafka: 'Kafka unreachable: capture and delivery wait for it; committed messages stay in the projects\' replication slots',
-  connect: 'Kafka Connect unreachable: capture waits for it; committed messages stay in the replication slots',
-} as const;
-
 /**
  * The report as the public port shows it: each part ok or not (with what waits for it), the
  * connectors counted, never named. Where the detail is: the metrics port's /health.
  */
 export function publicHealth(body: Report) {
-  const part = (k: keyof typeof WAITS) => (body.checks[k].ok ? { ok: true } : { ok: false, detail: WAITS[k] });
+  const part = (k: keyof typeof PARTS) => (body.checks[k].ok ? { ok: true } : { ok: false, detail: down(k) });
   const all = Object.values(body.checks.connectors);
   const failing = all.filter((c) => !c.ok).length;
   const warnings = all.filter((c) => c.slot?.warning).length;

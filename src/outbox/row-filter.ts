@@ -34,12 +34,13 @@ export interface FilterColumn {
 }
 
 const bad = (message: string) => new ApiError('invalid_filter', message);
+// Postgres text holds neither a NUL nor an unpaired surrogate, and a NUL would end the trigger's SQL where it stands
+const storable = (s: string) => !s.includes('\u0000') && !/[\ud800-\udfff]/u.test(s);
 
 function scalar(v: unknown, where: string): string {
   if (typeof v === 'string') {
     if (v.length > MAX_TEXT) throw bad(`${where}: a text value is at most ${MAX_TEXT} characters`);
-    // Postgres text holds neither, and a NUL would end the trigger's SQL where it stands
-    if (v.includes('\u0000') || /[\ud800-\udfff]/u.test(v)) throw bad(`${where}: a text value may not hold a NUL character or an unpaired surrogate`);
+    if (!storable(v)) throw bad(`${where}: a text value may not hold a NUL character or an unpaired surrogate`);
     return pg.escapeLiteral(v);
   }
   if (typeof v === 'number') {
@@ -62,7 +63,7 @@ export function compileFilter(filter: unknown, alias: { row: string; old: string
     const old = key.startsWith('old.');
     const name = old ? key.slice(4) : key;
     if (name === '' || name.length > 63) throw bad(`"${key}": a column name is 1 to 63 characters`);
-    if (name.includes('\u0000') || /[\ud800-\udfff]/u.test(name)) throw bad(`a column name may not hold a NUL character or an unpaired surrogate`);
+    if (!storable(name)) throw bad(`a column name may not hold a NUL character or an unpaired surrogate`);
     const col = { column: name, old };
     columns.push(col);
     const a = old ? alias.old : alias.row;

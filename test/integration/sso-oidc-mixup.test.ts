@@ -125,6 +125,25 @@ describe('OIDC: a code goes back only to the provider whose IdP issued it', () =
     expect((await arriveAt(`${project.projectUrl}/auth/v1/sso/oidc/callback${back2.search}`)).searchParams.get('error')).toBe('sso_failed');
   });
 
+  it("another project's provider, or this provider under another project, takes no state of this one; the id's case is one spelling", async () => {
+    const other = await svc.project('enterprise', { siteUrl: app });
+    const theirs = await svc.api(other.ownerToken, 'POST', `/v1/projects/${other.ref}/auth/providers/sso`, {
+      kind: 'oidc', name: 'Theirs', domains: ['theirs.test'], issuer: idp.issuer, client_id: idp.clientId, client_secret: idp.clientSecret,
+    });
+    expect(theirs.status, JSON.stringify(theirs.body)).toBe(201);
+    const cb = (ref: string, id: string) => `${svc.url}/projects/${ref}/auth/v1/sso/oidc/callback/${id}`;
+    const signIn = async () => new URL(await idp.login((await startSignIn(project, { domain: 'corp.test' }, `${app}/cb`)).url!, 'victim')).search;
+    // this project's state at this project's path, naming another project's provider
+    expect((await arriveAt(`${cb(project.ref, theirs.body.id)}${await signIn()}`)).searchParams.get('error')).toBe('sso_failed');
+    // this project's state under the other project's path, naming this provider: no such flow there
+    expect((await arriveAt(`${cb(other.ref, corp.id)}${await signIn()}`)).searchParams.get('error')).toBe('flow_state_not_found');
+    // the provider's id in capitals is the same URI (the path is matched case-insensitively on the id)
+    const upper = await arriveAt(`${cb(project.ref, corp.id.toUpperCase())}${await signIn()}`);
+    expect(upper.searchParams.get('error'), upper.toString()).toBeNull();
+    expect(upper.searchParams.get('code')).toBeTruthy();
+    expect(attacker.tokenRequests).toEqual([]);
+  });
+
   it("another IdP behind a provider does not inherit the old one's identities by subject", async () => {
     const [one, two] = await Promise.all([startOidcIdp({ redirectUris: [] }), startOidcIdp({ redirectUris: [] })]);
     try {

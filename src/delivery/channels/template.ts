@@ -57,19 +57,23 @@ export function parsePlaceholder(text: string): Placeholder | null {
   return { root, path };
 }
 
-/** Every placeholder of a template (strings walked deeply); throws invalid_template on a bad one. */
-export function templatePlaceholders(template: unknown): Placeholder[] {
-  const out: Placeholder[] = [];
+/** Calls `each` with the inside of every {{…}} of the template's strings (walked deeply; keys are kept as written, so not read). */
+function eachPlaceholder(template: unknown, each: (inner: string) => void): void {
   const visit = (v: unknown): void => {
-    if (typeof v === 'string') {
-      for (const m of v.matchAll(PLACEHOLDER)) {
-        const p = parsePlaceholder(m[1]);
-        if (p) out.push(p);
-      }
-    } else if (Array.isArray(v)) v.forEach(visit);
+    if (typeof v === 'string') for (const m of v.matchAll(PLACEHOLDER)) each(m[1]);
+    else if (Array.isArray(v)) v.forEach(visit);
     else if (v && typeof v === 'object') Object.values(v).forEach(visit);
   };
   visit(template);
+}
+
+/** Every placeholder of a template (strings walked deeply); throws invalid_template on a bad one. */
+export function templatePlaceholders(template: unknown): Placeholder[] {
+  const out: Placeholder[] = [];
+  eachPlaceholder(template, (inner) => {
+    const p = parsePlaceholder(inner);
+    if (p) out.push(p);
+  });
   return out;
 }
 
@@ -81,13 +85,9 @@ export function templatePlaceholders(template: unknown): Placeholder[] {
  */
 export function templateSecretNames(template: unknown): string[] {
   const names = new Set<string>();
-  const visit = (v: unknown): void => {
-    if (typeof v === 'string') {
-      for (const m of v.matchAll(PLACEHOLDER)) if (SECRET.test(m[1])) names.add(m[1].slice('secret:'.length));
-    } else if (Array.isArray(v)) v.forEach(visit);
-    else if (v && typeof v === 'object') Object.values(v).forEach(visit);
-  };
-  visit(template);
+  eachPlaceholder(template, (inner) => {
+    if (SECRET.test(inner)) names.add(inner.slice('secret:'.length));
+  });
   return [...names];
 }
 
