@@ -9,6 +9,8 @@ import { projectsToWake, type IdleProject } from '../../src/outbox/idle-capture.
 import { slotName } from '../../src/outbox/connector.js';
 import { ClusterPace, SLOT_READ_MS } from '../../src/outbox/quiet-cluster.js';
 import { StatsReaders } from '../../src/outbox/quiet-database.js';
+import { readSlotFigures } from '../../src/outbox/slot-figures.js';
+import { swapSlotName } from '../../src/outbox/slot-swap.js';
 import { createDatabase, dropDatabase, eventually, sql, uniqueName } from '../helpers/env.js';
 
 const PREFIX = uniqueName('wk');
@@ -96,5 +98,28 @@ describe('the wake check against the real statistics', () => {
     const afterReset = await projectsToWake(ctx, [project('a', urls.a, w0a)], { readers, pace: new ClusterPace(), floor: () => 0 });
     expect(sorted(afterReset)).toEqual(['a:write']);
     expect(errors).toEqual([]);
+  });
+
+  it("reads a slot being replaced (dropped and copied back from its swap slot) as not read, not as missing", async () => {
+    // the supervisor's read (slot-figures.ts) can land between the drop and the copy of the swap's
+    // one statement (slot-swap.ts, step 4); the swap's temporary slot stands for the whole of it.
+    // Made here by hand: c has no slot of its own, only one under the swap name.
+    const figures = () =>
+      readSlotFigures(
+        { cfg: { TOPIC_PREFIX: PREFIX }, projectDbs: { open: (_ref: string, sealed: Buffer) => sealed.toString() } } as unknown as Parameters<typeof readSlotFigures>[0],
+        readers,
+        [{ ref: 'a', database_url_enc: Buffer.from(urls.a) }, { ref: 'b', database_url_enc: Buffer.from(urls.b) }, { ref: 'c', database_url_enc: Buffer.from(urls.c) }],
+      );
+    const swap = swapSlotName(slotName('c', PREFIX));
+    await sql(urls.c, `select pg_create_logical_replication_slot($1, 'pgoutput')`, [swap]);
+    try {
+      const mid = await figures();
+      expect(mid.get('a')).toMatchObject({ active: false, retained: expect.any(Number) });
+      expect(mid.get('b')).toBeNull(); // no slot, no swap: missing
+      expect(mid.has('c')).toBe(false); // mid-swap: the caller keeps what it knew
+    } finally {
+      await sql(urls.c, 'select pg_drop_replication_slot($1)', [swap]);
+    }
+    expect((await figures()).get('c')).toBeNull();
   });
 });
