@@ -1,7 +1,7 @@
 // npm run admin -- replay --ref <ref> [--status dead|failed|dead,failed] [--since <iso>] [--until <iso>]
 //                         [--webhook <id>] [--host <host>]
 // Re-enqueues the matching deliveries as new runs (src/delivery/recovery/replay.ts), showing progress on
-// stderr when it is a terminal; prints {"matched", "replayed", "not_found", "not_found_ids"}.
+// stderr when it is a terminal; prints {"matched", "replayed", "superseded", "already_retried", "not_found", "not_found_ids"}.
 import type { AppContext } from '../context.js';
 import { replayDeliveries, type ReplayStatus } from '../delivery/index.js';
 
@@ -23,5 +23,5 @@ export async function replayCommand(ctx: AppContext, v: Record<string, string | 
     { statuses, since: date('since'), until: date('until'), webhookId: v.webhook, host: v.host },
     tty ? (phase, done, total) => process.stderr.write(`\r${phase === 'reading' ? 'reading the log' : 'enqueueing'}: ${done}/${total}   ${done >= total ? '\n' : ''}`) : undefined,
   );
-  return { matched: out.matched, replayed: out.replayed, superseded: out.superseded.length, not_found: out.not_found.length, not_found_ids: out.not_found.slice(0, 100) };
+  return { matched: out.matched, replayed: out.replayed, superseded: out.superseded.length, already_retried: out.taken.length, not_found: out.not_found.length, not_found_ids: out.not_found.slice(0, 100) };
 }

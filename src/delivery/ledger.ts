@@ -124,12 +124,21 @@ export function recordedValues(msgs: readonly Pick<OutboxMessage, 'project' | 'i
 /**
  * Ends these runs in the ledger before they are enqueued again as new runs (manual retry, bulk
  * replay): a record of an old run still on a topic is then skipped, never sent after the new one.
+ * Returns the runs this call ended: the others were ended already, by a retry or replay that took
+ * them first (the same run retried twice at once, a double click), and must not be enqueued again.
+ * Run inside the transaction that enqueues them (recovery/replay.ts): a second caller waits on the
+ * first's row until it commits, and a first that fails rolls back and leaves the run retryable.
  */
-export async function supersedeRuns(db: AppContext['db'], ref: string, runs: readonly { id: string; run: number }[]): Promise<void> {
-  await db.query(
+export async function supersedeRuns(db: Pick<AppContext['db'], 'query'>, ref: string, runs: readonly { id: string; run: number }[]): Promise<Set<string>> {
+  const r = await db.query(
     `insert into delivery_ledger (project_ref, message_id, run, attempt, outcome, final)
      select $1, id, run, 0, 'superseded', true from unnest($2::uuid[], $3::int[]) as x(id, run)
-     on conflict (project_ref, message_id, run, attempt) do nothing`,
-    [ref, runs.map((r) => r.id), runs.map((r) => r.run)],
+     on conflict (project_ref, message_id, run, attempt) do nothing
+     returning message_id::text as id, run`,
+    // in one order, so two replays of overlapping sets wait on each other rather than deadlock
+    [ref, ...unzip([...runs].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.run - b.run)))],
   );
+  return new Set(r.rows.map((x: { id: string; run: number }) => `${x.id}:${x.run}`));
 }
+
+const unzip = (runs: readonly { id: string; run: number }[]) => [runs.map((r) => r.id), runs.map((r) => r.run)];

@@ -15,11 +15,12 @@ import { deliveryState } from './delivery-store.js';
 const replayAnswer = {
   description: 'the matching deliveries are back on the log as new runs',
   type: 'object',
-  required: ['matched', 'replayed', 'superseded', 'not_found', 'not_found_ids'],
+  required: ['matched', 'replayed', 'superseded', 'already_retried', 'not_found', 'not_found_ids'],
   properties: {
     matched: { type: 'integer' },
     replayed: { type: 'integer' },
     superseded: { type: 'integer', description: 'ordered deliveries left out: a later message of their ordering key was delivered or is on its way (docs/delivery.md, Ordered delivery)' },
+    already_retried: { type: 'integer', description: 'matched, but another retry or replay running at the same time enqueued their new run first (not sent again by this one)' },
     not_found: { type: 'integer', description: 'matched, but no longer on the log (retention passed)' },
     not_found_ids: { type: 'array', items: { type: 'string' }, description: 'the first 100 of those' },
   },
@@ -72,6 +73,7 @@ export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContex
       }
       const out = await replayDeliveries(ctx, req.params.ref, { statuses: [status], ids: [id] });
       if (out.superseded.length > 0) throw new ApiError('delivery_superseded');
+      if (out.taken.length > 0) throw new ApiError('delivery_not_retryable', 'The delivery was retried meanwhile (another request took this run); look at it again.');
       if (out.replayed === 0) {
         if (out.matched === 0) throw new ApiError('delivery_not_retryable', 'The delivery changed state meanwhile; look at it again.');
         throw new ApiError('delivery_not_retryable', 'The message is no longer on the log (retention passed), so it cannot be sent again.');
@@ -125,7 +127,7 @@ export async function registerDeliveryRetry(app: FastifyInstance, ctx: AppContex
         details: { status: statuses, since: b.since ?? null, until: b.until ?? null, webhook_id: b.webhook_id ?? null, host: b.host ?? null, replayed: out.replayed },
       });
       reply.code(202);
-      return { matched: out.matched, replayed: out.replayed, superseded: out.superseded.length, not_found: out.not_found.length, not_found_ids: out.not_found.slice(0, 100) };
+      return { matched: out.matched, replayed: out.replayed, superseded: out.superseded.length, already_retried: out.taken.length, not_found: out.not_found.length, not_found_ids: out.not_found.slice(0, 100) };
     },
   );
 }

@@ -192,6 +192,28 @@ describe('the retry ladder, dead letters, callbacks and recovery', () => {
     expect((await call('POST', `/outbox/deliveries/${id}/retry`, { force: true })).status).toBe(400);
   });
 
+  it('sends a dead delivery once when two retries of it race (a double click, two operators)', async () => {
+    a.script('/raced', { status: 410 }, { status: 200 }, { status: 200 });
+    const id = await enqueue(`${a.url}/raced`);
+    await settled(id, 'dead');
+    const [one, two] = await Promise.all([call('POST', `/outbox/deliveries/${id}/retry`), call('POST', `/outbox/deliveries/${id}/retry`)]);
+    // one of them takes the run; the other is told the delivery was retried already
+    expect([one.status, two.status].sort()).toEqual([202, 409]);
+    const lost = one.status === 409 ? one : two;
+    expect(lost.body.code).toBe('delivery_not_retryable');
+    const d = await settled(id, 'delivered', 2);
+    expect(d.attempt_history.map((h: any) => [h.run, h.attempt, h.outcome])).toEqual([
+      [1, 1, 'dead'],
+      [2, 1, 'delivered'],
+    ]);
+    // the dead send and one retry: no second copy of run 2, however long we look
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(a.to('/raced')).toHaveLength(2);
+    // and the race's loser put no second copy of run 2 on the log
+    const run2 = (await readTopic(svc, svc.ctx.topics.outbox)).filter((m) => m.headers?.id?.toString() === id && m.headers?.run?.toString() === '2');
+    expect(run2).toHaveLength(1);
+  });
+
   it('replays the dead deliveries matching a filter, by API and by the admin command', async () => {
     const onA: string[] = [];
     const onB: string[] = [];

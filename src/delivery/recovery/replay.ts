@@ -7,7 +7,13 @@
 //      last update, records of this project only (another project may use the same message id).
 //      Nothing is rebuilt from the table, so what is sent again is what SQL enqueued.
 //   3. The old run is closed in the ledger (a final 'superseded' row, keyed with the project), so a
-//      retry of it still waiting on the ladder is skipped; then each message is produced to the
+//      retry of it still waiting on the ladder is skipped. That row is also the claim on the run:
+//      two retries of one run at once (a double click, two operators, a replay beside a retry)
+//      both write it, the second waits for the first's transaction and finds it there, and only
+//      the first enqueues (the second's run is counted in `taken`). The transaction commits after
+//      the produce below: a produce that fails leaves the run closed by nobody, retryable again
+//      (a crash after the produce and before the commit can send the new run twice, at least
+//      once as ever). Then each message is produced to the
 //      outbox topic with run + 1, attempt 1, due now and run-started-at = now (a new run has the
 //      whole budget again: MAX_ATTEMPTS attempts and MAX_MESSAGE_AGE from now), and a
 //      DeliveryQueued event makes the delivery `pending` at once.
@@ -21,6 +27,7 @@ import { encodeEvent } from '../events.js';
 import { readBack } from './log-read.js';
 import { encodeMessage, type OutboxMessage } from '../message.js';
 import { supersedeRuns } from '../ledger.js';
+import { withTransaction, type PoolClient } from '../../db/index.js';
 
 export type ReplayStatus = 'dead' | 'failed';
 
@@ -42,6 +49,8 @@ export interface ReplayResult {
   superseded: string[];
   /** deliveries whose message was no longer on the log (retention) and could not be replayed */
   not_found: string[];
+  /** deliveries whose run another retry or replay took first (it enqueued the new run) */
+  taken: string[];
   runs: Record<string, number>;
 }
 
@@ -102,7 +111,7 @@ export async function replayDeliveries(
   const host = filter.host?.replace(/^\[|\]$/g, '').toLowerCase();
   const all = host ? r.rows.filter((x) => targetHost(x.target) === host) : r.rows;
   const rows = all.filter((x) => !x.superseded);
-  const result: ReplayResult = { matched: all.length, replayed: 0, superseded: all.filter((x) => x.superseded).map((x) => x.id), not_found: [], runs: {} };
+  const result: ReplayResult = { matched: all.length, replayed: 0, superseded: all.filter((x) => x.superseded).map((x) => x.id), not_found: [], taken: [], runs: {} };
   if (rows.length === 0) return result;
 
   const topics = [
@@ -126,27 +135,37 @@ export async function replayDeliveries(
   }
   for (let i = 0; i < ready.length; i += PRODUCE_BATCH) {
     const chunk = ready.slice(i, i + PRODUCE_BATCH);
-    await requeue(ctx, ref, chunk);
-    result.replayed += chunk.length;
-    for (const { row } of chunk) result.runs[row.id] = row.run + 1;
+    const taken = await withTransaction(ctx.db, (tx) => requeue(ctx, tx, ref, chunk));
+    for (const { row } of chunk) {
+      if (taken.has(row.id)) result.taken.push(row.id);
+      else {
+        result.replayed++;
+        result.runs[row.id] = row.run + 1;
+      }
+    }
     progress?.('enqueueing', result.replayed, ready.length);
   }
   if (result.not_found.length > 0) ctx.log.warn({ project: ref, not_found: result.not_found.length }, 'some deliveries could not be read back from the log');
   return result;
 }
 
-async function requeue(ctx: AppContext, ref: string, chunk: { row: Row; msg: OutboxMessage }[]): Promise<void> {
-  // a head retried by hand stays its key's head with the new run (before its old run is closed:
-  // the ordering sweep would otherwise take the closed run for the head's end and let the key go)
+/** Enqueues the chunk's new runs in `tx`; returns the ids whose run another retry took first (not enqueued). */
+async function requeue(ctx: AppContext, tx: PoolClient, ref: string, all: { row: Row; msg: OutboxMessage }[]): Promise<Set<string>> {
+  const ended = await supersedeRuns(tx, ref, all.map((c) => c.row));
+  const taken = new Set(all.filter((c) => !ended.has(`${c.row.id}:${c.row.run}`)).map((c) => c.row.id));
+  const chunk = all.filter((c) => !taken.has(c.row.id));
+  if (chunk.length === 0) return taken;
+  // a head retried by hand stays its key's head with the new run (in the transaction that closes
+  // its old run: the ordering sweep would otherwise take the closed run for the head's end and let
+  // the key go)
   const heads = chunk.filter((c) => c.msg.orderingKey);
   if (heads.length > 0) {
-    await ctx.db.query(
+    await tx.query(
       `update ordering_heads h set run = x.run + 1 from unnest($2::uuid[], $3::int[]) as x(id, run)
         where h.project_ref = $1 and h.message_id = x.id and h.run = x.run`,
       [ref, heads.map((c) => c.row.id), heads.map((c) => c.row.run)],
     );
   }
-  await supersedeRuns(ctx.db, ref, chunk.map((c) => c.row));
   const now = Date.now();
   await ctx.producer.send({
     topic: ctx.topics.outbox,
@@ -176,4 +195,5 @@ async function requeue(ctx: AppContext, ref: string, chunk: { row: Row; msg: Out
       }),
     ),
   });
+  return taken;
 }
