@@ -207,6 +207,10 @@ export async function registerAuthApi(app: FastifyInstance, ctx: SsoContext): Pr
     async (req, reply) => {
       const project = authProjectOf(req);
       const claims = await verifyAccessToken(ctx, project, bearerToken(req.headers.authorization));
+      // an access token outlives its session (ACCESS_TOKEN_TTL): one of a session that has ended
+      // signs nothing out (GoTrue answers session_not_found too), or a token copied from a device
+      // signed out an hour ago could still sign the user out everywhere
+      await requireLiveSession(ctx, project, claims.session_id, claims.sub);
       await signOut(ctx, project, claims.session_id, claims.sub, req.query.scope ?? 'global');
       return reply.code(204).send();
     },

@@ -153,7 +153,11 @@ export async function registerProviderRoutes(app: FastifyInstance, ctx: SsoConte
       const existing = await mustGet(ctx, project.ref, req.params.id);
       await withTransaction(ctx.db, async (c) => {
         // a concurrent delete got there first: nothing to record
-        if (await deleteProvider(c, project.ref, existing.id)) await recordAudit(c, req, project.ref, providerDeleted(existing));
+        const ended = await deleteProvider(c, project.ref, existing.id);
+        if (ended) {
+          const event = providerDeleted(existing);
+          await recordAudit(c, req, project.ref, { ...event, details: { ...event.details, ...ended } });
+        }
       });
       req.log.info({ project: project.ref, provider: existing.id }, 'sso provider deleted');
       return presentProvider(ctx, existing);

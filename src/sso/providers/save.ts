@@ -12,6 +12,7 @@ import { kindOf } from './kinds.js';
 import { lockLinkOfProvider } from '../setup/links.js';
 import { getProvider, insertProvider, lockProviderState, providerDomains, setDomains, updateProvider } from './store.js';
 import { takeoverWarnings, type TakeoverWarning } from './takeover.js';
+import { endProviderSessions } from '../sessions/sessions.js';
 import type { ProviderInput, ProviderRow, SsoContext } from '../types.js';
 
 /** Writes the audit entry of a change, in the change's transaction. */
@@ -129,6 +130,9 @@ export async function changeProvider(ctx: SsoContext, ref: string, existing: Pro
     // IdP's sub 1001 signed in as the old IdP's sub 1001, another person).
     const newIdp = (columns.issuer !== undefined && columns.issuer !== existing.issuer) || (columns.idp_entity_id !== undefined && columns.idp_entity_id !== existing.idp_entity_id);
     const released = newIdp ? ((await c.query('delete from identities where provider_id = $1', [existing.id])).rowCount ?? 0) : 0;
+    // what it issued ends with it: switched off, or another IdP behind it (the old IdP's people
+    // must not stay signed in through a provider that no longer trusts it)
+    const ended = (was?.enabled && b.enabled === false) || newIdp ? await endProviderSessions(c, ref, existing.id) : null;
     // the domains this write puts live: all of them when it enables the provider, else those added
     // to an enabled one; users of a subdomain another live provider served move to it
     if (was && (b.enabled ?? was.enabled)) {
@@ -137,7 +141,7 @@ export async function changeProvider(ctx: SsoContext, ref: string, existing: Pro
       warnings = await takeoverWarnings(c, ref, moved, { exclude: existing.id, moment: 'now' });
     }
     const event = withTakeover(providerUpdated(existing, b, columns, domains), warnings);
-    await audit(c, newIdp ? { ...event, details: { ...event.details, identities_released: released } } : event);
+    await audit(c, newIdp || ended ? { ...event, details: { ...event.details, ...(newIdp && { identities_released: released }), ...ended } } : event);
   });
   return { provider: await mustGet(ctx, ref, existing.id), warnings };
 }

@@ -5,6 +5,7 @@ import { ApiError } from '../../errors.js';
 import { isUuid } from '../../lib/uuid.js';
 import { candidateDomains, mostSpecific } from '../sign-in/domain-routing.js';
 import type { KindColumns, ProviderRow } from '../types.js';
+import { endProviderSessions } from '../sessions/sessions.js';
 
 type Db = Pool | pg.PoolClient;
 
@@ -133,8 +134,14 @@ export async function activateDraft(c: pg.PoolClient, ref: string, id: string, c
   return (r.rowCount ?? 0) > 0;
 }
 
-export async function deleteProvider(db: Db, ref: string, id: string): Promise<boolean> {
-  if (!isUuid(id)) return false;
+/**
+ * Deletes the provider and ends what it issued (endProviderSessions: its sessions revoked, its
+ * unexchanged codes burnt); run it in a transaction. null when there was no such provider (a
+ * concurrent delete got there first).
+ */
+export async function deleteProvider(db: Db, ref: string, id: string): Promise<{ sessions_revoked: number } | null> {
+  if (!isUuid(id)) return null;
   const r = await db.query('delete from sso_providers where project_ref = $1 and id = $2', [ref, id]);
-  return (r.rowCount ?? 0) > 0;
+  if ((r.rowCount ?? 0) === 0) return null;
+  return endProviderSessions(db, ref, id);
 }

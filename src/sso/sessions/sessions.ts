@@ -5,6 +5,11 @@
 // - Each refresh returns a new refresh token and revokes the one presented. Presenting a revoked
 //   token again means it leaked or was copied: the whole session is revoked (reuse detection).
 // - A session lives REFRESH_TOKEN_TTL past its last refresh; access tokens live ACCESS_TOKEN_TTL.
+// - What a provider issued ends with it: disabling or deleting it, or putting another IdP behind it,
+//   revokes its sessions and burns its unexchanged codes (endProviderSessions, in the transaction
+//   of that change), and the exchange and the refresh also refuse a provider that is no longer live
+//   (a sign-in finishing while the owner disabled its provider). Found by review, 2026-11-29: a
+//   deleted provider's sessions went on refreshing, 30 days past each refresh, for ever.
 import type pg from 'pg';
 import { withTransaction } from '../../db/index.js';
 import { ApiError } from '../../errors.js';
@@ -42,16 +47,37 @@ async function sessionResponse(
   return { access_token: token, token_type: 'bearer', expires_in: expiresIn, expires_at: expiresAt, refresh_token: refreshToken, user: presentUser(user) };
 }
 
+/**
+ * SQL: whether the provider of the row aliased `alias` (a code or a session) is still live: enabled,
+ * not a draft, of the same project. Null provider_id (none issued so today) counts as live.
+ */
+const providerLive = (alias: string) =>
+  `(${alias}.provider_id is null or exists (select 1 from sso_providers p where p.id = ${alias}.provider_id and p.project_ref = ${alias}.project_ref and p.enabled and not p.draft))`;
+
+/**
+ * Ends what a provider issued (its provider disabled, deleted or given another IdP): its live
+ * sessions are revoked (their refresh tokens stop working; /user answers session_not_found) and its
+ * codes not yet exchanged are burnt. Run in the transaction of the change. Access tokens already
+ * issued stay valid until they expire (ACCESS_TOKEN_TTL), as after any sign-out.
+ */
+export async function endProviderSessions(c: Pick<pg.PoolClient, 'query'>, ref: string, providerId: string): Promise<{ sessions_revoked: number }> {
+  await c.query('update auth_codes set consumed_at = now() where project_ref = $1 and provider_id = $2 and consumed_at is null', [ref, providerId]);
+  const r = await c.query('update sessions set revoked_at = now() where project_ref = $1 and provider_id = $2 and revoked_at is null and not_after > now()', [ref, providerId]);
+  return { sessions_revoked: r.rowCount ?? 0 };
+}
+
 /** grant_type=pkce: auth_code + code_verifier → a new session. */
 export async function exchangeCode(ctx: SsoContext, project: AuthProject, authCode: string, verifier: string) {
   const r = await ctx.db.query(
-    `update auth_codes set consumed_at = now() where code_hash = $1 and project_ref = $2 and consumed_at is null
-     returning user_id, provider_id, code_challenge, code_challenge_method, amr_method, expires_at <= now() as expired`,
+    `update auth_codes a set consumed_at = now() where code_hash = $1 and project_ref = $2 and consumed_at is null
+     returning user_id, provider_id, code_challenge, code_challenge_method, amr_method, expires_at <= now() as expired,
+               ${providerLive('a')} as provider_live`,
     [sha256(authCode), project.ref],
   );
   const code = r.rows[0];
   if (!code) throw new ApiError('flow_state_not_found', 'The sign-in code is invalid, already used or unknown.');
   if (code.expired) throw new ApiError('flow_state_expired', 'The sign-in code expired; sign in again.');
+  if (!code.provider_live) throw new ApiError('flow_state_not_found', 'The sign-in code was issued by an SSO provider that has since been disabled or removed; sign in again.');
   const method = normalizeChallengeMethod(code.code_challenge_method);
   if (!code.code_challenge || !method || !verifyCodeVerifier(verifier, code.code_challenge, method)) throw new ApiError('bad_code_verifier');
   return withTransaction(ctx.db, async (c) => {
@@ -72,7 +98,8 @@ export async function exchangeCode(ctx: SsoContext, project: AuthProject, authCo
 export async function refreshSession(ctx: SsoContext, project: AuthProject, refreshToken: string) {
   const outcome = await withTransaction(ctx.db, async (c) => {
     const r = await c.query(
-      `select t.id, t.revoked, s.id as session_id, s.user_id, s.amr_method, s.created_at, s.revoked_at, s.not_after <= now() as ended
+      `select t.id, t.revoked, s.id as session_id, s.user_id, s.amr_method, s.created_at, s.revoked_at,
+              s.not_after <= now() or not ${providerLive('s')} as ended
          from refresh_tokens t join sessions s on s.id = t.session_id
         where t.token_hash = $1 and s.project_ref = $2 for update of t, s`,
       [sha256(refreshToken), project.ref],
