@@ -46,6 +46,7 @@ export const catalogue = {
   backfill_running: [409, 'This webhook already has a backfill running or paused; cancel it first.'],
   backfill_needs_row_ordering: [400, 'A backfill needs ordering "row" on the webhook, so that a row changed during the backfill never arrives older after newer.'],
   backfill_finished: [409, 'The backfill has finished or was cancelled.'],
+  unsafe_column_type: [400, "A column of the webhook's table has a type whose cast to json (or domain check) is the database users' own code; a webhook will not run it with the service's rights."],
   ordering_needs_primary_key: [400, 'Ordering "row" needs a primary key on the webhook\'s table.'],
   delivery_superseded: [409, 'A later message of the same ordering key was already delivered; sending this older one again would put an older state after a newer one.'],
   ordering_key_not_blocked: [404, 'No such blocked ordering key.'],

@@ -2,8 +2,8 @@ import pg from 'pg';
 
 // bigint (int8) as JS number would silently lose precision; counts we return are small, so parse
 // them explicitly where needed and keep the driver default (string) elsewhere.
-export function createPool(connectionString: string, max = 20, applicationName = 'integrations'): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max, application_name: applicationName, idleTimeoutMillis: 30_000 });
+export function createPool(connectionString: string, max = 20, applicationName = 'integrations', options?: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max, application_name: applicationName, idleTimeoutMillis: 30_000, ...(options && { options }) });
   // A client losing its connection (database restart, failover) must not crash the process. An
   // idle one is the pool's ('error' on the pool); one checked out between two queries (inside a
   // transaction, or held as a lock) emits 'error' on itself, which without a listener is an

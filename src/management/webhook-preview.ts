@@ -12,7 +12,7 @@ import pg from 'pg';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { errorResponses, optionalBody, owner, ref, uuid } from '../http/index.js';
-import { compileFilter, notColumns, primaryKeyColumns, tableColumns } from '../outbox/index.js';
+import { compileFilter, notColumns, primaryKeyColumns, refuseUserCode, tableColumns } from '../outbox/index.js';
 import { renderTemplate, templateSecretNames, webhookTemplateScope } from '../delivery/index.js';
 import { recordAudit } from '../projects/index.js';
 import { withProjectDb } from './project-db.js';
@@ -75,6 +75,9 @@ const rel = (w: WebhookRow) => `${pg.escapeIdentifier(w.schema_name)}.${pg.escap
 /** The sample as the table types it (jsonb_populate_record, as a trigger's NEW would be), or the table's latest row. */
 async function sampleOf(c: pg.ClientBase, w: WebhookRow, b: SampleBody | null | undefined): Promise<Sample> {
   const type = b?.type ?? 'INSERT';
+  // to_jsonb runs a type's cast to json, jsonb_populate_record (here and in notSentBecause) a
+  // domain's check, on the service's connection
+  await refuseUserCode(c, w.schema_name, w.table_name, true);
   if (b?.record === undefined && b?.old_record === undefined) {
     const key = await primaryKeyColumns(c, w.schema_name, w.table_name);
     const order = key.length ? key.map((k) => `${pg.escapeIdentifier(k)} desc`).join(', ') : 'ctid desc';

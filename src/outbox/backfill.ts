@@ -25,7 +25,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { AppContext } from '../context.js';
 import { compileFilter, type RowFilter } from './row-filter.js';
-import { primaryKeyColumns } from './webhook-triggers.js';
+import { primaryKeyColumns, refuseUserCode } from './webhook-triggers.js';
 
 export type BackfillState = 'running' | 'paused' | 'done' | 'cancelled' | 'failed';
 
@@ -80,6 +80,9 @@ export async function backfillChunk(c: pg.ClientBase, j: BackfillJob, limit: num
   await c.query('begin');
   try {
     await c.query(`set local lock_timeout = '${LOCK_TIMEOUT_MS}ms'`);
+    // to_jsonb below runs a type's cast to json, and the cursor's jsonb_populate_record a domain's
+    // check, on this connection: refused when that is the database users' code (base._user_code_in)
+    await refuseUserCode(c, j.schema, j.table, true);
     const cur = await c.query('select cursor, rows_done from base.backfills where id = $1 for update', [j.id]);
     if (!cur.rows[0]) {
       // cancelled (the API drops the cursor) or finished: never start again from the first row

@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { repoRoot } from '../config.js';
+import { OWN_SEARCH_PATH } from '../db/index.js';
 import { ConnectClient } from '../kafka/index.js';
 import { connectorName, publicationName, renderConnectorConfig, slotName } from './connector.js';
 import { POLL_KEY } from './capture-speed.js';
@@ -60,7 +61,8 @@ export class SlotWaitError extends Error {
 }
 
 async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: url, application_name: 'integrations-outbox-install' });
+  // the service's own statements: search_path pinned (db/project-dbs.ts, OWN_SEARCH_PATH)
+  const c = new pg.Client({ connectionString: url, application_name: 'integrations-outbox-install', options: `-c search_path=${OWN_SEARCH_PATH}` });
   c.on('error', () => {}); // a database going away mid-install fails the query in progress, not the process
   await c.connect();
   try {

@@ -56,6 +56,7 @@
 // start (bench run AB: p50 195 ms, p99 722 ms; docs/operations.md, "Idle projects"); a project
 // with traffic never stops.
 import pg from 'pg';
+import { OWN_SEARCH_PATH } from '../db/index.js';
 import type { AppContext } from '../context.js';
 import { publicationName, slotName } from './connector.js';
 import { byCluster, WRITES, whyNotQuiet, type OwnBackend, type StatsReaders } from './quiet-database.js';
@@ -69,7 +70,7 @@ export function databaseName(url: string): string {
 }
 
 async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, application_name: 'integrations:supervisor' });
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, application_name: 'integrations:supervisor', options: `-c search_path=${OWN_SEARCH_PATH}` });
   c.on('error', () => {});
   await c.connect();
   try {

@@ -35,6 +35,7 @@
 // it cannot see: a superuser's session that turns track_counts off with SET. Otherwise, or
 // whenever a condition fails, the peek runs as before: a fast path, never a different answer.
 import pg from 'pg';
+import { OWN_SEARCH_PATH } from '../db/index.js';
 
 /** How long a backend must have been idle for its counters to be published for certain (10 s timer + margin). */
 export const QUIET_AFTER_MS = 15_000;
@@ -134,7 +135,7 @@ export class StatsReaders {
   async query(cluster: string, url: string, text: string, params: unknown[]): Promise<pg.QueryResult> {
     let r = this.#readers.get(cluster);
     if (!r) {
-      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, application_name: 'integrations:wake' });
+      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, application_name: 'integrations:wake', options: `-c search_path=${OWN_SEARCH_PATH}` });
       const reader: { client: pg.Client; opened: Promise<OwnBackend>; me?: OwnBackend } = {
         client,
         opened: client.connect().then(async () => {

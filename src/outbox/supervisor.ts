@@ -24,6 +24,7 @@
 // What it knows is written to connector_supervision (migration 090), where /health and the
 // dashboard read it from any process.
 import pg from 'pg';
+import { OWN_SEARCH_PATH } from '../db/index.js';
 import type { AppContext } from '../context.js';
 import { connectorRestarts, connectorStates, slotCaptureLagSecondsMax, slotRetainedBytesMax } from '../lib/metrics.js';
 import type { ConnectorStatus } from '../kafka/index.js';
@@ -426,7 +427,7 @@ export class ConnectorSupervisor {
    * restarted task will open (a pooled one may have survived what new ones are refused).
    */
   async #databaseUp(ref: string): Promise<boolean> {
-    const c = new pg.Client({ connectionString: await this.#ctx.projectDbs.url(ref), connectionTimeoutMillis: 3_000, application_name: 'integrations:supervisor' });
+    const c = new pg.Client({ connectionString: await this.#ctx.projectDbs.url(ref), connectionTimeoutMillis: 3_000, application_name: 'integrations:supervisor', options: `-c search_path=${OWN_SEARCH_PATH}` });
     c.on('error', () => {});
     try {
       await c.connect();

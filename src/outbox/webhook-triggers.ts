@@ -69,8 +69,25 @@ export async function checkRowFilter(c: pg.ClientBase, schema: string, table: st
   }
 }
 
+/**
+ * Refuses a table whose rows cannot be serialised (or, `coerced`, typed from JSON) without running
+ * code of the database's users: base._user_code_in (base-schema.sql) says why. The trigger checks
+ * again on every row while such a cast exists; this answers the API with a 400 before that.
+ */
+export async function refuseUserCode(c: pg.ClientBase, schema: string, table: string, coerced = false): Promise<void> {
+  const rel = `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}`;
+  const why = (await c.query('select base._user_code_in($1::regclass, $2) as why', [rel, coerced])).rows[0]?.why as string | null;
+  if (why) {
+    throw new ApiError(
+      'unsafe_column_type',
+      `${schema}.${table} has a column of type ${why}: serialising it would run that code with the rights of the service's database user. Drop the cast (or the domain's check), or leave the table without a webhook.`,
+    );
+  }
+}
+
 export async function installWebhookTrigger(c: pg.ClientBase, w: WebhookTriggerSpec): Promise<void> {
   const table = `${pg.escapeIdentifier(w.schema)}.${pg.escapeIdentifier(w.table)}`;
+  await refuseUserCode(c, w.schema, w.table);
   // per-row ordering: the primary key's columns as they are now go to the trigger as arguments
   // (a later change of the primary key needs a re-install: any PATCH of the webhook's ordering or table)
   const keyColumns = w.ordering === 'row' ? await primaryKeyColumns(c, w.schema, w.table) : [];

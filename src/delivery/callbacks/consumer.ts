@@ -95,7 +95,7 @@ export class CallbackRunner {
     const { cfg, log } = this.ctx;
     let error: string | null = null;
     try {
-      const pool = await this.ctx.projectDbs.pool(row.project_ref);
+      const pool = await this.ctx.projectDbs.callbackPool(row.project_ref);
       await callCallback(pool, row.function, row.payload, cfg.CALLBACK_TIMEOUT);
     } catch (err) {
       error = (err as Error).message;

@@ -17,6 +17,8 @@ export const httpChannel: Channel = {
   },
 
   async attempt(msg, deps) {
+    const deep = tooDeep(msg);
+    if (deep) return deep;
     const p = msg.payload as HttpPayload;
     const headers = p.headers ?? {};
     return renderAndSend(msg, deps, { method: p.method, url: p.url, headers, body: p.body }, p.timeout_ms);
@@ -57,7 +59,11 @@ export async function renderAndSend(
     body = text ? (rendered as string) : JSON.stringify(rendered);
     if (!hasHeader(headers, 'content-type')) headers['content-type'] = text ? 'text/plain; charset=utf-8' : 'application/json';
   }
-  const req: OutboundRequest = { method: written.method, url: substitute(written.url, secrets), headers: { ...headers, ...extraHeaders }, body };
+  // the service's headers (a webhook's content-type and signature) win over one written in
+  // another case, which would otherwise be sent beside them
+  const own = new Set(Object.keys(extraHeaders).map((k) => k.toLowerCase()));
+  const mine = Object.fromEntries(Object.entries(headers).filter(([k]) => !own.has(k.toLowerCase())));
+  const req: OutboundRequest = { method: written.method, url: substitute(written.url, secrets), headers: { ...mine, ...extraHeaders }, body };
   const outcome = await sendHttp(req, {
     agent: deps.http,
     timeoutMs: timeoutMs ?? deps.ctx.cfg.WEBHOOK_TIMEOUT_DEFAULT_MS,
@@ -71,3 +77,31 @@ export async function renderAndSend(
 }
 
 export const hasHeader = (h: Record<string, string>, name: string) => Object.keys(h).some((k) => k.toLowerCase() === name);
+
+/** How deep a JSON body may nest: far beyond any real payload, far below what overflows the stack. */
+export const MAX_BODY_DEPTH = 512;
+
+/**
+ * A message nested deeper than MAX_BODY_DEPTH ends dead at once. PostgreSQL's jsonb takes arrays
+ * nested 10,000 deep; walked recursively (placeholders, templates, JSON.stringify) they overflowed
+ * the stack, and every attempt crashed as an internal error until the message died (found by
+ * review, 2026-11-29).
+ */
+export function tooDeep(msg: Pick<OutboxMessage, 'payload'>): AttemptOutcome | null {
+  const depth = jsonDepth(msg.payload);
+  return depth > MAX_BODY_DEPTH ? { outcome: 'dead', reason: 'invalid_request', error: `the message is nested more than ${MAX_BODY_DEPTH} levels deep`, durationMs: 0 } : null;
+}
+
+/** The nesting depth of a JSON value (a scalar: 0), walked without recursion; stops past MAX_BODY_DEPTH. */
+export function jsonDepth(value: unknown): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (d + 1 > max) max = d + 1;
+    if (max > MAX_BODY_DEPTH) return max;
+    for (const x of Array.isArray(v) ? v : Object.values(v)) if (x !== null && typeof x === 'object') stack.push([x, d + 1]);
+  }
+  return max;
+}

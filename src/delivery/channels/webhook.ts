@@ -7,7 +7,7 @@ import type { WebhookConfig } from './send-config.js';
 import { renderTemplate, templateSecretNames, type TemplateScope } from './template.js';
 import { RESERVED_HEADERS, signedHeaders } from './signature.js';
 import type { Channel, ChannelDeps } from './channel.js';
-import { renderAndSend } from './http.js';
+import { renderAndSend, tooDeep } from './http.js';
 import { isUuid } from '../../lib/uuid.js';
 
 /** The largest body a webhook sends: the row-change payload's limit (docs/delivery.md, "Payloads"). */
@@ -63,6 +63,8 @@ export const webhookChannel: Channel = {
   },
 
   async attempt(msg, deps) {
+    const deep = tooDeep(msg);
+    if (deep) return deep;
     let w = await webhookOf(msg, deps);
     // Deleted or disabled ends the message: only on what the database says now, not on a cached
     // copy up to DELIVERY_CONFIG_TTL old (a replay right after enabling it again must be sent).

@@ -6,7 +6,8 @@
 -- transaction. Debezium reads the insert from the WAL after commit; a rollback leaves nothing in
 -- the WAL to read, so nothing is sent.
 
-create extension if not exists pgcrypto;
+-- (the install's search_path is pinned to pg_catalog, pg_temp: a schema is named where one is created)
+create extension if not exists pgcrypto with schema public;
 create schema if not exists base;
 revoke all on schema base from public;
 
@@ -83,10 +84,10 @@ begin
   if to_regprocedure('pg_catalog.pg_stat_force_next_flush()') is not null
      and has_function_privilege('pg_catalog.pg_stat_force_next_flush()', 'execute') then
     create or replace function base._publish_stats() returns void language sql
-      set search_path = pg_catalog as 'select pg_catalog.pg_stat_force_next_flush()';
+      set search_path = pg_catalog, pg_temp as 'select pg_catalog.pg_stat_force_next_flush()';
   else
     create or replace function base._publish_stats() returns void language sql
-      set search_path = pg_catalog as 'select';
+      set search_path = pg_catalog, pg_temp as 'select';
   end if;
 end $$;
 
@@ -98,16 +99,26 @@ create or replace function base._enqueue(kind text, body jsonb, ordering_key tex
 returns uuid
 language plpgsql
 security definer
-set search_path = pg_catalog, base
+set search_path = pg_catalog, base, pg_temp
 as $$
 declare
   msg_id uuid := gen_random_uuid();
   lane text := case when ordering_key is not null then 'key:' || ordering_key end;
+  limit_bytes constant integer := 1048576;
 begin
+  -- A message over 1 MB of JSON is refused in the caller's transaction: committed, it would reach
+  -- Kafka Connect's producer as a record over its limit (8 MB here), fail the connector's task on
+  -- every restart, and hold every later message of the project behind it (found by review,
+  -- 2026-11-29). Webhook rows have the 1 MB rule (base._webhook_payload) instead. The binary size
+  -- first: JSON text is at most 6 bytes per byte of jsonb, so the text is built only when it may be over.
+  if pg_column_size(body) > limit_bytes / 6 and octet_length(body::text) > limit_bytes then
+    raise exception 'base.%: the message is % bytes of JSON, over the limit of % (1 MB)', case kind when 'email' then 'send_email' else 'http_request' end, octet_length(body::text), limit_bytes
+      using errcode = '54000', hint = 'send a reference to the data (an id, a URL) rather than the data itself';
+  end if;
   insert into base.outbox (id, aggregateid, type, payload)
   values (msg_id, coalesce(lane, msg_id::text), kind,
           body || jsonb_build_object('id', msg_id, 'kind', kind, 'created_at', to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
-               || case when lane is not null then jsonb_build_object('ordering_key', lane, 'seq', nextval('base.outbox_seq')) else '{}'::jsonb end);
+               || case when lane is not null then jsonb_build_object('ordering_key', lane, 'seq', nextval('base.outbox_seq'::regclass)) else '{}'::jsonb end);
   delete from base.outbox where id = msg_id;
   if (select idle from base.capture) then perform base._publish_stats(); end if;
   return msg_id;
@@ -144,7 +155,7 @@ create or replace function base.http_request(
 returns uuid
 language plpgsql
 security definer
-set search_path = pg_catalog, base
+set search_path = pg_catalog, base, pg_temp
 as $$
 begin
   if method is null or upper(method) not in ('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS') then
@@ -185,7 +196,7 @@ create or replace function base.send_email(
 returns uuid
 language plpgsql
 security definer
-set search_path = pg_catalog, base
+set search_path = pg_catalog, base, pg_temp
 as $$
 begin
   -- deliberately simple syntax check: local@domain.tld, no spaces, one @
@@ -220,15 +231,58 @@ $$;
 -- switch per call): it runs with the trigger's. Measured on 50,000-row inserts (best 2 of 5, run
 -- twice): 2.28-2.37 s, against 2.31-2.60 s for the trigger before payload shaping; with `columns`
 -- set, 2.68-2.78 s.
+-- Column types of `rel` through which serialising its rows (to_jsonb) or, with `coerced`, typing
+-- values into it (jsonb_populate_record) would run code that the database's users wrote: a cast to
+-- json or jsonb of a type they made (to_jsonb calls it), or a domain whose CHECK calls a function
+-- they made. The webhook trigger runs as schema base's owner and backfills and previews on the
+-- service's own connection (a superuser on managed projects), so such code would run with those
+-- rights (found by review, 2026-11-29: an enum's cast to json made its owner a superuser); they
+-- refuse such tables instead. Casts and functions of extensions count as built in. The first such
+-- type with the reason, or null.
+create or replace function base._user_code_in(rel oid, coerced boolean default false)
+returns text
+language sql
+stable
+set search_path = pg_catalog, pg_temp
+as $$
+  with recursive t(oid) as (
+      select a.atttypid from pg_attribute a where a.attrelid = rel and a.attnum > 0 and not a.attisdropped
+    union
+      select x.oid
+        from t join pg_type ty on ty.oid = t.oid
+       cross join lateral (
+               select ty.typelem where ty.typelem <> 0
+               union all select ty.typbasetype where ty.typbasetype <> 0
+               union all select a.atttypid from pg_attribute a
+                          where ty.typrelid <> 0 and a.attrelid = ty.typrelid and a.attnum > 0 and not a.attisdropped
+             ) x(oid)
+  )
+  select format_type(t.oid, null) || ' (' || u.why || ')'
+    from t cross join lateral (
+           select 'a cast to json' as why from pg_cast c
+            where c.castsource = t.oid and c.casttarget in ('json'::regtype, 'jsonb'::regtype) and c.castmethod = 'f'
+              and not exists (select 1 from pg_depend e where e.classid = 'pg_cast'::regclass and e.objid = c.oid and e.deptype = 'e')
+           union all
+           select 'a domain CHECK calling a function of the database' from pg_constraint k
+             join pg_depend d on d.classid = 'pg_constraint'::regclass and d.objid = k.oid and d.refclassid = 'pg_proc'::regclass and d.refobjid >= 16384
+            where coerced and k.contypid = t.oid
+              and not exists (select 1 from pg_depend e where e.classid = 'pg_proc'::regclass and e.objid = d.refobjid and e.deptype = 'e')
+         ) u
+   where t.oid >= 16384
+   limit 1
+$$;
+revoke all on function base._user_code_in(oid, boolean) from public;
+
 create or replace function base.webhook_trigger()
 returns trigger
 language plpgsql
 security definer
-set search_path = pg_catalog, base
+set search_path = pg_catalog, base, pg_temp
 as $$
 declare
-  rec jsonb := case when tg_op in ('INSERT', 'UPDATE') then to_jsonb(new) end;
-  old_rec jsonb := case when tg_op in ('UPDATE', 'DELETE') then to_jsonb(old) end;
+  rec jsonb;
+  old_rec jsonb;
+  unsafe text;
   first_key integer := 2;
   keys integer := 0;
   columns jsonb;
@@ -241,6 +295,18 @@ declare
   prefix text;
   body jsonb;
 begin
+  -- to_jsonb calls a cast to json of a type the database's users made, and here it would run as
+  -- this function's owner (base._user_code_in). One index probe of pg_cast a row while no such
+  -- cast exists anywhere in the database.
+  if exists (select 1 from pg_cast c where c.oid >= 16384 and c.casttarget in ('json'::regtype, 'jsonb'::regtype) and c.castmethod = 'f') then
+    unsafe := base._user_code_in(tg_relid);
+    if unsafe is not null then
+      raise exception 'webhook %: %.% has a column of type %: a webhook will not serialise it, as the cast would run with the rights of schema base''s owner', tg_argv[0], tg_table_schema, tg_table_name, unsafe
+        using errcode = '42501', hint = 'drop the cast, or remove the webhook (docs/security.md, "The project database''s own users")';
+    end if;
+  end if;
+  rec := case when tg_op in ('INSERT', 'UPDATE') then to_jsonb(new) end;
+  old_rec := case when tg_op in ('UPDATE', 'DELETE') then to_jsonb(old) end;
   if tg_nargs > 1 then
     if tg_argv[1] = 'row' then
       keys := tg_nargs - 2;
@@ -272,7 +338,7 @@ begin
   -- the key read by a query), 50,000-row inserts took ~20 % longer.
   select c.idle, c.message_prefix into idle, prefix from base.capture c;
   body := jsonb_build_object('id', msg_id, 'kind', 'webhook', 'created_at', payload ->> 'occurred_at', 'webhook_id', tg_argv[0], 'payload', payload)
-          || case when lane is not null then jsonb_build_object('ordering_key', lane, 'seq', nextval('base.outbox_seq')) else '{}'::jsonb end;
+          || case when lane is not null then jsonb_build_object('ordering_key', lane, 'seq', nextval('base.outbox_seq'::regclass)) else '{}'::jsonb end;
   if prefix is not null then
     -- as UTF-8 bytes whatever the database's encoding (pgoutput converts rows, not messages)
     perform pg_logical_emit_message(true, prefix, convert_to(
@@ -349,7 +415,7 @@ begin
   insert into base.outbox (id, aggregateid, type, payload)
   values (msg_id, coalesce(lane, msg_id::text), 'webhook',
           jsonb_build_object('id', msg_id, 'kind', 'webhook', 'created_at', payload ->> 'occurred_at', 'webhook_id', webhook_id, 'payload', payload)
-          || case when lane is not null then jsonb_build_object('ordering_key', lane, 'seq', nextval('base.outbox_seq')) else '{}'::jsonb end);
+          || case when lane is not null then jsonb_build_object('ordering_key', lane, 'seq', nextval('base.outbox_seq'::regclass)) else '{}'::jsonb end);
   delete from base.outbox where id = msg_id;
   return msg_id;
 end;

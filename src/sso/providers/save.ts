@@ -12,7 +12,7 @@ import { kindOf } from './kinds.js';
 import { lockLinkOfProvider } from '../setup/links.js';
 import { getProvider, insertProvider, lockProviderState, providerDomains, setDomains, updateProvider } from './store.js';
 import { takeoverWarnings, type TakeoverWarning } from './takeover.js';
-import { endProviderSessions } from '../sessions/sessions.js';
+import { endProviderSessions } from '../sessions/provider-sessions.js';
 import type { ProviderInput, ProviderRow, SsoContext } from '../types.js';
 
 /** Writes the audit entry of a change, in the change's transaction. */

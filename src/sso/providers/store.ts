@@ -5,7 +5,7 @@ import { ApiError } from '../../errors.js';
 import { isUuid } from '../../lib/uuid.js';
 import { candidateDomains, mostSpecific } from '../sign-in/domain-routing.js';
 import type { KindColumns, ProviderRow } from '../types.js';
-import { endProviderSessions } from '../sessions/sessions.js';
+import { endProviderSessions } from '../sessions/provider-sessions.js';
 
 type Db = Pool | pg.PoolClient;
 

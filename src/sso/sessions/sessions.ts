@@ -6,7 +6,7 @@
 //   token again means it leaked or was copied: the whole session is revoked (reuse detection).
 // - A session lives REFRESH_TOKEN_TTL past its last refresh; access tokens live ACCESS_TOKEN_TTL.
 // - What a provider issued ends with it: disabling or deleting it, or putting another IdP behind it,
-//   revokes its sessions and burns its unexchanged codes (endProviderSessions, in the transaction
+//   revokes its sessions and burns its unexchanged codes (provider-sessions.ts, in the transaction
 //   of that change), and the exchange and the refresh also refuse a provider that is no longer live
 //   (a sign-in finishing while the owner disabled its provider). Found by review, 2026-11-29: a
 //   deleted provider's sessions went on refreshing, 30 days past each refresh, for ever.
@@ -53,18 +53,6 @@ async function sessionResponse(
  */
 const providerLive = (alias: string) =>
   `(${alias}.provider_id is null or exists (select 1 from sso_providers p where p.id = ${alias}.provider_id and p.project_ref = ${alias}.project_ref and p.enabled and not p.draft))`;
-
-/**
- * Ends what a provider issued (its provider disabled, deleted or given another IdP): its live
- * sessions are revoked (their refresh tokens stop working; /user answers session_not_found) and its
- * codes not yet exchanged are burnt. Run in the transaction of the change. Access tokens already
- * issued stay valid until they expire (ACCESS_TOKEN_TTL), as after any sign-out.
- */
-export async function endProviderSessions(c: Pick<pg.PoolClient, 'query'>, ref: string, providerId: string): Promise<{ sessions_revoked: number }> {
-  await c.query('update auth_codes set consumed_at = now() where project_ref = $1 and provider_id = $2 and consumed_at is null', [ref, providerId]);
-  const r = await c.query('update sessions set revoked_at = now() where project_ref = $1 and provider_id = $2 and revoked_at is null and not_after > now()', [ref, providerId]);
-  return { sessions_revoked: r.rowCount ?? 0 };
-}
 
 /** grant_type=pkce: auth_code + code_verifier → a new session. */
 export async function exchangeCode(ctx: SsoContext, project: AuthProject, authCode: string, verifier: string) {

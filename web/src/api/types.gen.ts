@@ -455,6 +455,8 @@ export interface ApiResponses {
       replayed: number;
       /** ordered deliveries left out: a later message of their ordering key was delivered or is on its way (docs/delivery.md, Ordered delivery) */
       superseded: number;
+      /** matched, but another retry or replay running at the same time enqueued their new run first (not sent again by this one) */
+      already_retried: number;
       /** matched, but no longer on the log (retention passed) */
       not_found: number;
       /** the first 100 of those */
