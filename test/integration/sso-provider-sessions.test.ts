@@ -50,7 +50,7 @@ describe('an SSO provider disabled, deleted or given another IdP ends what it is
   const refresh = (s: { refresh_token: string }) => authCall(p, 'POST', '/token?grant_type=refresh_token', { refresh_token: s.refresh_token });
   const lastAudit = async (action: string) => {
     const r = await owner('GET', '/audit?limit=50');
-    return (r.body as { action: string; details: unknown }[]).find((e) => e.action === action);
+    return (r.body as { action: string; details: unknown }[]).find((e) => e.action === action)!;
   };
 
   it('disabling a provider revokes its sessions and burns its codes; re-enabling it brings none back; other providers untouched', async () => {
