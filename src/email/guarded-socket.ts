@@ -31,9 +31,35 @@ export function guardedSocket(allow: AllowList, timeoutMs: number) {
       } else callback(null, { connection: socket });
     };
     const timer = setTimeout(() => settle(Object.assign(new Error(`connection to ${host} timed out`), { code: 'ETIMEDOUT' })), timeoutMs);
-    socket.once('connect', () => settle(null));
+    socket.once('connect', () => {
+      watchBytes(socket, host);
+      settle(null);
+    });
     socket.once('error', settle);
   };
+}
+
+/**
+ * What an SMTP server may send over one connection. Its replies are a few lines a message (and a
+ * pooled connection carries at most nodemailer's 100 messages), so this is far above any real
+ * session. nodemailer joins a reply's lines by splitting all it has so far on every chunk: a server
+ * sending one endless line made that quadratic and stalled the event loop for 10-17 s at a time
+ * (found by review, 2026-11-29).
+ */
+export const SMTP_MAX_READ_BYTES = 2 * 1024 * 1024;
+const WATCH_MS = 100;
+
+/** Destroys the socket once the server has sent more than SMTP_MAX_READ_BYTES (TLS included: the raw socket's count). */
+function watchBytes(socket: net.Socket, host: string): void {
+  const watch = setInterval(() => {
+    if (socket.destroyed) clearInterval(watch);
+    else if (socket.bytesRead > SMTP_MAX_READ_BYTES) {
+      clearInterval(watch);
+      socket.destroy(Object.assign(new Error(`the SMTP server ${host} sent more than ${SMTP_MAX_READ_BYTES} bytes on one connection`), { code: 'EPROTO' }));
+    }
+  }, WATCH_MS);
+  watch.unref();
+  socket.once('close', () => clearInterval(watch));
 }
 
 function vettedLookup(allow: AllowList): LookupFunction {

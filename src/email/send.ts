@@ -16,6 +16,9 @@ export interface Email {
 
 type Ctx = Pick<AppContext, 'cfg' | 'db' | 'box' | 'log'>;
 
+/** A whole send (connect, greeting, TLS, AUTH, MAIL, RCPT, DATA) may take this many SMTP_TIMEOUTs. */
+export const SEND_TIMEOUT_FACTOR = 2;
+
 export async function deliverEmail(ctx: Ctx, ref: string, mail: Email): Promise<AttemptOutcome> {
   const started = Date.now();
   const limit = ctx.cfg.RESPONSE_BODY_LIMIT;
@@ -33,15 +36,31 @@ export async function deliverEmail(ctx: Ctx, ref: string, mail: Email): Promise<
 
   try {
     return await withTransport(ctx, route, async (pooled) => {
+      // nodemailer's timeouts are per step and any byte from the server resets them, so a server
+      // that trickles a reply held a send (and a dispatcher slot, and the releaser's tick waiting
+      // on an owner notice) for as long as it liked (found by review, 2026-11-29). The whole send
+      // has SEND_TIMEOUT_FACTOR × SMTP_TIMEOUT; past it the pool is closed (its connections with it:
+      // the stuck one cannot be told apart) and built again for the next send.
+      const deadline = SEND_TIMEOUT_FACTOR * ctx.cfg.SMTP_TIMEOUT;
+      let timer: NodeJS.Timeout | undefined;
+      const expired = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          pooled.discard();
+          reject(Object.assign(new Error(`the SMTP exchange took longer than ${deadline} ms`), { code: 'ETIMEDOUT' }));
+        }, deadline);
+      });
       try {
-        const info = await pooled.transport.sendMail({
-          from: route.from,
-          to: mail.to,
-          subject: mail.subject,
-          html: mail.html ?? undefined,
-          text: mail.text ?? undefined,
-          messageId: `<${mail.id}@${senderDomain(route.from)}>`,
-        });
+        const info = await Promise.race([
+          pooled.transport.sendMail({
+            from: route.from,
+            to: mail.to,
+            subject: mail.subject,
+            html: mail.html ?? undefined,
+            text: mail.text ?? undefined,
+            messageId: `<${mail.id}@${senderDomain(route.from)}>`,
+          }),
+          expired,
+        ]);
         const verdict = acceptedVerdict(info.response, limit, pooled.secrets);
         ctx.log.debug({ project: ref, message: mail.id, smtp: route.key, source: route.source, smtpCode: verdict.smtpCode }, 'email accepted');
         return { ...verdict, durationMs: Date.now() - started };
@@ -49,6 +68,8 @@ export async function deliverEmail(ctx: Ctx, ref: string, mail: Email): Promise<
         const verdict = classifySendError(err, limit, pooled.secrets);
         ctx.log.debug({ project: ref, message: mail.id, smtp: route.key, source: route.source, outcome: verdict.outcome, smtpCode: verdict.smtpCode, reason: verdict.error }, 'email not accepted');
         return { ...verdict, durationMs: Date.now() - started };
+      } finally {
+        clearTimeout(timer);
       }
     });
   } catch (err) {

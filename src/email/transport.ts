@@ -150,6 +150,8 @@ interface Pooled {
   secrets: string[];
   /** sends under way: a pool is never closed for idleness in the middle of one */
   inflight: number;
+  /** closes the pool and forgets it (a send past its deadline): the next send builds a new one */
+  discard(): void;
 }
 
 class TransportPool {
@@ -170,7 +172,17 @@ class TransportPool {
       const transport = nodemailer.createTransport({ ...options, pool: true, maxConnections: MAX_CONNECTIONS, logger: false, debug: false });
       // a pooled connection failing between sends must not become an unhandled 'error' event
       transport.on('error', (err: Error & { code?: string }) => this.log.warn({ smtp: route.key, code: err.code }, 'pooled SMTP connection failed'));
-      p = { transport, lastUsed: Date.now(), secrets, inflight: 0 };
+      const pooled: Pooled = {
+        transport,
+        lastUsed: Date.now(),
+        secrets,
+        inflight: 0,
+        discard: () => {
+          if (this.#pools.get(route.key) === pooled) this.#pools.delete(route.key);
+          transport.close();
+        },
+      };
+      p = pooled;
       this.#pools.set(route.key, p);
     }
     p.lastUsed = Date.now();

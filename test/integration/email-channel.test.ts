@@ -236,4 +236,63 @@ describe('email channel', () => {
       expect(hit.rowCount, `table ${t}`).toBe(0);
     }
   });
+  /** An SMTP server that greets and then answers EHLO with `onEhlo` (it never finishes a reply). */
+  async function hostileSmtp(onEhlo: (s: net.Socket) => void): Promise<{ port: number; close: () => void }> {
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer((sock) => {
+      sockets.add(sock);
+      sock.on('error', () => {});
+      sock.on('close', () => sockets.delete(sock));
+      sock.write('220 hostile.example ESMTP\r\n');
+      sock.once('data', () => onEhlo(sock));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return {
+      port: (server.address() as net.AddressInfo).port,
+      close: () => {
+        for (const sock of sockets) sock.destroy();
+        server.close();
+      },
+    };
+  }
+
+  // Found by review (2026-11-29): nodemailer's timeouts are per step and reset by any byte, so a
+  // project's own SMTP server could hold a send (a dispatcher slot; the releaser's tick, waiting on
+  // an owner notice) for ever, and one endless reply line stalled the event loop for seconds.
+  it('ends a send whose server trickles its reply for ever, at twice SMTP_TIMEOUT, as a timeout', async () => {
+    const srv = await hostileSmtp((sock) => {
+      const t = setInterval(() => sock.writable && sock.write('250-still-thinking\r\n'), 500);
+      sock.on('close', () => clearInterval(t));
+    });
+    try {
+      const p = await svc.project('pro');
+      await setSmtp(p.ref, { port: srv.port });
+      const out = await sendEmailMessage(svc.ctx, email(p.ref));
+      expect(out).toMatchObject({ outcome: 'failed', reason: 'timeout' });
+      expect(out.error).toContain('took longer than 4000 ms');
+    } finally {
+      srv.close();
+    }
+  });
+
+  it('ends a send whose server sends one endless reply line, once it has sent 2 MB', async () => {
+    const srv = await hostileSmtp((sock) => {
+      const chunk = Buffer.alloc(64 * 1024, 'A');
+      sock.write('250-');
+      const pump = () => {
+        while (sock.writable && sock.write(chunk));
+        if (sock.writable) sock.once('drain', pump);
+      };
+      pump();
+    });
+    try {
+      const p = await svc.project('pro');
+      await setSmtp(p.ref, { port: srv.port });
+      const out = await sendEmailMessage(svc.ctx, email(p.ref));
+      expect(out.outcome).toBe('failed');
+      expect(out.error).toContain('sent more than 2097152 bytes');
+    } finally {
+      srv.close();
+    }
+  });
 });

@@ -68,6 +68,8 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   let running: Promise<void> = Promise.resolve();
+  /** owner notices being sent (never awaited by a tick; awaited at stop) */
+  const notices = new Set<Promise<void>>();
   let last = Date.now();
   let lastCleanup = 0;
   let leader: pg.PoolClient | undefined;
@@ -123,7 +125,15 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
       lastCleanup = now;
       await cleanup().catch((err) => log.warn({ err }, 'deleting rows of healthy endpoints failed'));
     }
-    for (const d of disabled) await notice(d);
+    // the owner's notice goes through the project's own SMTP server, which may be slow or hostile:
+    // sent beside the loop, never awaited by the tick that probes and releases every project's
+    // endpoints (a notice held for 30 s held them all; found by review, 2026-11-29)
+    for (const d of disabled) {
+      const sent = notice(d)
+        .catch((err) => log.warn({ err, project: d.project, webhook: d.webhookId }, 'sending the disable notice failed'))
+        .finally(() => notices.delete(sent));
+      notices.add(sent);
+    }
     if (disabled.length > 0) await health.refresh().catch(() => {});
   }
 
@@ -336,6 +346,7 @@ export function startReleaser(ctx: AppContext, health: EndpointHealth): Worker {
       stopped = true;
       clearTimeout(timer);
       await running;
+      await Promise.all(notices);
       const l = leader;
       leader = undefined;
       if (l) {
