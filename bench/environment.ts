@@ -13,7 +13,7 @@ import { loadConfig, repoRoot } from '../src/config.js';
 import { stackUp } from '../src/stack/index.js';
 import { ConnectClient, topicNames } from '../src/kafka/index.js';
 import { connectorName, disableOutbox, slotName } from '../src/outbox/index.js';
-import { projectDatabaseName } from '../src/projects/index.js';
+import { projectDatabaseName, projectRoleName } from '../src/projects/index.js';
 
 export interface Stack {
   adminDatabaseUrl: string;
@@ -150,7 +150,9 @@ export class BenchService {
       p.once('exit', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`create-project failed (${code}): ${stderr.trim()}`))));
     });
     const j = JSON.parse(out.trim().split('\n').pop()!);
-    this.project = { ref: j.ref, ownerToken: j.owner_token, databaseUrl: j.database_url };
+    // the admin login, not the owner's app_<ref> role create-project gives (src/projects/managed-database.ts):
+    // the bench also drops the slot, checkpoints and vacuums there, as every run before 2026-11-29 did
+    this.project = { ref: j.ref, ownerToken: j.owner_token, databaseUrl: dbUrl(this.stack, projectDatabaseName(j.ref)) };
     return this.project;
   }
 
@@ -300,6 +302,7 @@ export class BenchService {
         await adminQuery(this.stack, `select pg_drop_replication_slot(slot_name) from pg_replication_slots where slot_name = ${slot}`, p.databaseUrl);
       });
       await step(`dropping ${name}`, () => adminQuery(this.stack, `drop database if exists ${pg.escapeIdentifier(name)} with (force)`));
+      await step('dropping its role', () => adminQuery(this.stack, `drop role if exists ${pg.escapeIdentifier(projectRoleName(p.ref))}`));
     }
     await step(`dropping ${this.controlDb}`, () => adminQuery(this.stack, `drop database if exists ${this.controlDb} with (force)`));
     await step('deleting topics and consumer groups', async () => {

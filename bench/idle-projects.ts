@@ -14,7 +14,7 @@ import pg from 'pg';
 import { closeContext, createContext, resolveInfrastructure } from '../src/create-context.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/lib/logger.js';
-import { createProject } from '../src/projects/index.js';
+import { createProject, projectRoleName } from '../src/projects/index.js';
 import { disableProjectOutbox, ensureOutboxEnabled } from '../src/outbox/index.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -79,7 +79,10 @@ async function main() {
           });
           const admin = new URL(url);
           admin.pathname = '/postgres';
-          await withClient(admin.toString(), (c) => c.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`));
+          await withClient(admin.toString(), async (c) => {
+            await c.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`);
+            await c.query(`drop role if exists ${pg.escapeIdentifier(projectRoleName(ref))}`);
+          });
         } catch (err) {
           failed++;
           console.error(`removing ${ref}: ${(err as Error).message}`);

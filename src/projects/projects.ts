@@ -9,8 +9,10 @@ import { aad } from '../lib/secret-box.js';
 import { randomToken, sha256 } from '../lib/tokens.js';
 import { isUuid } from '../lib/uuid.js';
 import { newSigningKey } from './signing-key.js';
+import { createManagedDatabase } from './managed-database.js';
 
 export { PROJECT_REF, PROJECT_REF_PATTERN } from '../lib/project-ref.js';
+export { projectDatabaseName, projectRoleName } from './managed-database.js';
 export type Plan = 'free' | 'pro' | 'enterprise';
 export type Feature = 'sso' | 'custom_smtp';
 
@@ -63,24 +65,6 @@ export async function ownerTokenFor(ctx: Pick<AppContext, 'db'>, token: string):
   return r.rows[0] ? { ownerId: r.rows[0].owner_id, tokenId: r.rows[0].id } : null;
 }
 
-async function createDatabase(adminUrl: string, name: string): Promise<string> {
-  const c = new pg.Client({ connectionString: adminUrl });
-  c.on('error', () => {}); // a lost connection fails the query in progress, not the process
-  await c.connect();
-  try {
-    const exists = await c.query('select 1 from pg_database where datname = $1', [name]);
-    if (exists.rowCount === 0) await c.query(`create database ${pg.escapeIdentifier(name)}`);
-  } finally {
-    await c.end();
-  }
-  const u = new URL(adminUrl);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
-/** The database the service makes for a project it manages (one per project, on the stack's cluster). */
-export const projectDatabaseName = (ref: string): string => `proj_${ref.replace(/-/g, '_')}`;
-
 export async function createProject(
   ctx: Ctx,
   input: { ref: string; plan: Plan; ownerEmail: string; databaseUrl?: string; siteUrl?: string; redirectUrls?: string[] },
@@ -89,7 +73,9 @@ export async function createProject(
   const exists = await ctx.db.query('select 1 from projects where ref = $1', [input.ref]);
   if (exists.rowCount) throw new ApiError('project_exists');
   const ownerId = await ensureOwner(ctx, input.ownerEmail);
-  const databaseUrl = input.databaseUrl ?? (await createDatabase(ctx.adminDatabaseUrl, projectDatabaseName(input.ref)));
+  // a managed database: the service keeps the admin login, the owner gets the project's own role
+  const managed = input.databaseUrl ? null : await createManagedDatabase(ctx.adminDatabaseUrl, input.ref);
+  const databaseUrl = input.databaseUrl ?? managed!.serviceUrl;
   const key = await newSigningKey();
   const anonKey = randomToken('anon_', 24);
   await ctx.db.query(
@@ -109,7 +95,7 @@ export async function createProject(
       key.publicJwk,
     ],
   );
-  return { ref: input.ref, owner_id: ownerId, anon_key: anonKey, project_url: projectUrl(ctx, input.ref), database_url: databaseUrl };
+  return { ref: input.ref, owner_id: ownerId, anon_key: anonKey, project_url: projectUrl(ctx, input.ref), database_url: managed?.appUrl ?? databaseUrl };
 }
 
 export async function setPlan(ctx: Pick<AppContext, 'db'>, ref: string, plan: Plan): Promise<void> {

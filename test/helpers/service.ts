@@ -12,8 +12,8 @@ import { startMetricsServer, type MetricsServer } from '../../src/lib/metrics.js
 import { accessVerifiers, registerRoutes } from '../../src/routes.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { startWorkers, type Worker } from '../../src/delivery/index.js';
-import { createProject, issueOwnerToken, projectDatabaseName, type Plan } from '../../src/projects/projects.js';
-import { createDatabase, dbUrl, dropDatabase, readResponse, stack, uniqueName } from './env.js';
+import { createProject, issueOwnerToken, projectDatabaseName, projectRoleName, type Plan } from '../../src/projects/projects.js';
+import { createDatabase, dbUrl, dropDatabase, readResponse, sql, stack, uniqueName } from './env.js';
 
 export interface TestProject {
   ref: string;
@@ -21,7 +21,10 @@ export interface TestProject {
   ownerId: string;
   anonKey: string;
   projectUrl: string;
+  /** the project database as the cluster's admin (what the tests set up with; the service's login) */
   databaseUrl: string;
+  /** the project database as the owner's own role, app_<ref>, as create-project gives it */
+  appDatabaseUrl: string;
 }
 
 export interface ApiResponse {
@@ -111,7 +114,7 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
       const ref = uniqueName('p');
       const p = await createProject(ctx, { ref, plan, ownerEmail: o.ownerEmail ?? `${ref}@owners.test`, siteUrl: o.siteUrl, redirectUrls: o.redirectUrls });
       const { token } = await issueOwnerToken(ctx, p.owner_id);
-      return { ref, ownerToken: token, ownerId: p.owner_id, anonKey: p.anon_key, projectUrl: p.project_url, databaseUrl: p.database_url };
+      return { ref, ownerToken: token, ownerId: p.owner_id, anonKey: p.anon_key, projectUrl: p.project_url, databaseUrl: dbUrl(projectDatabaseName(ref)), appDatabaseUrl: p.database_url };
     },
     api,
     async detailedHealth() {
@@ -135,10 +138,13 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
         // said, not swallowed: a connector left behind keeps its slot, and the slot its database
         await disableProjectOutbox(ctx, r.ref).catch((err) => console.warn(`test cleanup: the outbox of ${r.ref} could not be removed (${(err as Error).message}); its connector, slot and database are left`));
       }
-      const projects = (await ctx.db.query('select ref from projects where managed_database')).rows.map((r) => projectDatabaseName(String(r.ref)));
+      const refs = (await ctx.db.query('select ref from projects where managed_database')).rows.map((r) => String(r.ref));
       await deleteKafkaState(ctx, cfg.TOPIC_PREFIX);
       await closeContext(ctx);
-      for (const db of projects) await dropDatabase(db).catch(() => {});
+      for (const ref of refs) {
+        await dropDatabase(projectDatabaseName(ref)).catch(() => {});
+        await sql(stack().adminDatabaseUrl, `drop role if exists ${projectRoleName(ref)}`).catch(() => {});
+      }
       await dropDatabase(controlDb).catch(() => {});
     },
   };

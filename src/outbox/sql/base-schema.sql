@@ -423,4 +423,16 @@ $$;
 
 revoke all on all functions in schema base from public;
 revoke all on all functions in schema base from anon, authenticated, base_callback;
+-- The database's owner may enqueue directly: a managed project's own role, app_<ref>
+-- (src/projects/managed-database.ts), as the quick start does; its other roles through functions of
+-- the owner's. Nothing else of base is the owner's (the prefix stays the schema owner's).
+do $$
+declare
+  owner name := (select pg_catalog.pg_get_userbyid(d.datdba) from pg_catalog.pg_database d where d.datname = pg_catalog.current_database());
+begin
+  if owner <> current_user and not (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = owner) then
+    execute pg_catalog.format('grant usage on schema base to %I', owner);
+    execute pg_catalog.format('grant execute on function base.http_request(text, text, jsonb, jsonb, text, integer, text), base.send_email(text, text, text, text, text) to %I', owner);
+  end if;
+end $$;
 -- base_callback only needs to resolve callback functions the project grants it; nothing in base.
