@@ -3,7 +3,7 @@
 // failed (retried on the ladder); 5xx is "never" → dead. Without a reply, network trouble (refused,
 // dropped, timed out, DNS, TLS) is transient → failed; a message nodemailer refuses to send as it
 // is (bad address, too big) or a target the SSRF guard refuses will never succeed → dead.
-import { findBlockedTargetError } from '../outbound/index.js';
+import { blockedTargetText, findBlockedTargetError } from '../outbound/index.js';
 import type { AttemptOutcome } from '../outbound/index.js';
 
 export type SendVerdict = Omit<AttemptOutcome, 'durationMs'>;
@@ -27,7 +27,7 @@ export function acceptedVerdict(response: string, limit: number, secrets: string
 
 export function classifySendError(err: unknown, limit: number, secrets: string[] = []): SendVerdict {
   const blocked = findBlockedTargetError(err);
-  if (blocked) return { outcome: 'dead', reason: 'blocked_target', error: `blocked target: ${blocked.message}` };
+  if (blocked) return { outcome: 'dead', reason: 'blocked_target', error: blockedTargetText(blocked) };
 
   const e = (typeof err === 'object' && err !== null ? err : { message: String(err) }) as NodemailerError;
   // With one recipient, "all recipients were rejected" carries that recipient's own RCPT reply.

@@ -37,6 +37,18 @@ export class BlockedTargetError extends Error {
 }
 
 /**
+ * What a refused target is recorded as where the project sees it (a delivery's error, its attempt
+ * history). A name is not followed by the address it resolved to: the service's DNS may know
+ * internal names, and their private addresses are nothing a project should be able to map (found
+ * by review, 2026-11-29: a webhook's test send to http://vm:6379/ answered "127.0.0.1 is a
+ * loopback address"). An address written in the URL is the project's own, and kept.
+ */
+export function blockedTargetText(e: BlockedTargetError): string {
+  const literal = net.isIP(e.hostname.replace(/^\[|\]$/g, '')) !== 0;
+  return literal ? `blocked target: ${e.message}` : `blocked target: ${e.hostname} resolves to an address this service does not connect to (private, loopback, link-local or reserved)`;
+}
+
+/**
  * Finds the BlockedTargetError behind a failed request. undici's request()/stream() reject with the
  * connector's error itself, but fetch() wraps it in TypeError.cause, interceptors may wrap it again,
  * and happy-eyeballs failures arrive as AggregateError; so causes are walked. The `code` check

@@ -108,6 +108,23 @@ describe('delivery of base.http_request', () => {
     expect((await api(`/${id}`)).body).toMatchObject({ status: 'delivered', attempts: 1, total_attempts: 1 });
   });
 
+  it('keeps a secret out of what it stores when the target echoes it in another encoding', async () => {
+    // found by review (2026-11-29): only the raw, JSON-escaped and encodeURIComponent forms were
+    // scrubbed; the URL serialiser writes a query as Tok%20en/42%27x, many JSON encoders write / as \/
+    const odd = "Tok en/42'x-odd-secret";
+    expect((await svc.api(project.ownerToken, 'PUT', `/v1/projects/${project.ref}/secrets/ODD`, { value: odd })).status).toBeLessThan(300);
+    const asQuery = new URL(`http://h/?k=${odd}`).search.slice(3);
+    const asEscapedJson = JSON.stringify({ key: odd }).replace(/\//g, '\\/');
+    receiver.answer('/odd', { status: 404, body: `Not Found: /odd?k=${asQuery} ${asEscapedJson} ${new URLSearchParams({ k: odd })}` });
+    const id = await enqueue('GET', `${receiver.url}/odd?k={{secret:ODD}}`);
+    const d = await final(id);
+    const [got] = receiver.to('/odd');
+    expect(got.path).toBe(`/odd?k=${asQuery}`); // what was sent, in the form echoed
+    const kept = d.attempt_history[0].response_body as string;
+    expect(kept).toContain('{{secret:ODD}}');
+    for (const form of [odd, asQuery, 'Tok%20en', 'Tok+en', 'en\\/42']) expect(kept, form).not.toContain(form);
+  });
+
   it('sends nothing for a rolled-back transaction', async () => {
     await db.query('begin');
     const rolledBack = await enqueue('GET', `${receiver.url}/rolled-back`);
@@ -283,6 +300,10 @@ describe('delivery of base.http_request', () => {
       for (const [k, id] of Object.entries(ids)) {
         const d = await final(id);
         expect({ k, status: d.status, error: d.last_error }).toEqual({ k, status: 'dead', error: expect.stringMatching(/^blocked target/) });
+        // a name does not tell the project what the service's DNS answered for it (an internal
+        // name's private address); an address written in the URL is the project's own
+        if (k === 'name') expect(d.last_error).toBe('blocked target: localhost resolves to an address this service does not connect to (private, loopback, link-local or reserved)');
+        if (k === 'literal') expect(d.last_error).toContain('127.0.0.1 is a loopback address');
       }
       expect(local.requests).toHaveLength(0);
     } finally {

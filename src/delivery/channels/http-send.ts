@@ -4,7 +4,7 @@
 import { EventEmitter } from 'node:events';
 import { errors as undiciErrors, type Dispatcher } from 'undici';
 import { classifyStatus, parseRetryAfter } from './status-classes.js';
-import { findBlockedTargetError } from '../../outbound/index.js';
+import { blockedTargetText, findBlockedTargetError } from '../../outbound/index.js';
 import type { AttemptOutcome } from '../../outbound/index.js';
 
 export interface OutboundRequest {
@@ -76,7 +76,7 @@ export async function sendHttp(req: OutboundRequest, opts: SendOptions): Promise
 /** A transport-level failure: blocked target and unsendable requests are dead, the rest failed. */
 export function classifyError(err: unknown, timeoutMs: number, timedOut = false): Pick<AttemptOutcome, 'outcome' | 'reason' | 'error'> {
   const blocked = findBlockedTargetError(err);
-  if (blocked) return { outcome: 'dead', reason: 'blocked_target', error: `blocked target: ${blocked.message}` };
+  if (blocked) return { outcome: 'dead', reason: 'blocked_target', error: blockedTargetText(blocked) };
   const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
   if (timedOut || e.name === 'TimeoutError' || e instanceof undiciErrors.HeadersTimeoutError || e instanceof undiciErrors.BodyTimeoutError) {
     return { outcome: 'failed', reason: 'timeout', error: `timeout after ${timeoutMs} ms` };

@@ -48,16 +48,40 @@ export function substituteJson(value: unknown, secrets: ReadonlyMap<string, stri
 }
 
 /**
- * Replaces every appearance of a used secret value (raw, JSON-escaped or URL-encoded) by its
- * placeholder. Values shorter than 3 characters are left alone: scrubbing them would mangle the
- * text while protecting nothing worth the name.
+ * Replaces every appearance of a used secret value by its placeholder: as written, JSON-escaped
+ * (also with `\/`), and in each way a URL carries it (encodeURIComponent, a path's and a query's
+ * percent-encoding as the URL serialiser writes them, form encoding with `+`), and, for a secret
+ * that is itself a URL, its host (an error names only the host it could not reach). Found by
+ * review (2026-11-29): a target echoing the request in another encoding had the secret kept in
+ * clear in the attempt's response body. Forms shorter than 3 characters are left alone: scrubbing
+ * them would mangle the text while protecting nothing worth the name.
  */
 export function scrub(text: string, secrets: ReadonlyMap<string, string>): string {
   let out = text;
   for (const [name, value] of secrets) {
     if (value.length < 3) continue;
-    const forms = new Set([value, JSON.stringify(value).slice(1, -1), encodeURIComponent(value)]);
+    // longest first, so a form that contains another is replaced whole
+    const forms = [...secretForms(value)].filter((f) => f.length >= 3).sort((a, b) => b.length - a.length);
     for (const form of forms) out = out.split(form).join(`{{secret:${name}}}`);
   }
   return out;
+}
+
+function secretForms(value: string): Set<string> {
+  const json = JSON.stringify(value).slice(1, -1);
+  const forms = new Set([value, json, json.replace(/\//g, '\\/'), encodeURIComponent(value), new URLSearchParams({ v: value }).toString().slice(2)]);
+  try {
+    forms.add(new URL(`http://h/${value}`).pathname.slice(1));
+    forms.add(new URL(`http://h/?${value}`).search.slice(1));
+  } catch {
+    // not encodable as a path or a query: the other forms stand
+  }
+  try {
+    const u = new URL(value);
+    if (u.hostname.length >= 8) forms.add(u.hostname);
+    if (u.host.length >= 8) forms.add(u.host);
+  } catch {
+    // not a URL
+  }
+  return forms;
 }
