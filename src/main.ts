@@ -60,6 +60,13 @@ async function main() {
   if (app) {
     await registerRoutes(app, ctx);
     await app.listen({ host: cfg.HOST, port: cfg.PORT });
+    // development defaults are for one machine: said loudly when the API is reachable from others
+    if (cfg.APP_ENV !== 'production' && !isLoopbackHost(cfg.HOST)) {
+      log.warn(
+        { APP_ENV: cfg.APP_ENV, HOST: cfg.HOST },
+        `APP_ENV=${cfg.APP_ENV} on a non-loopback address: development defaults are reachable from the network (${mailSink ? 'the mail sink at /dev/mail lists every project\'s mail; ' : ''}loopback targets allowed, http issuers accepted); set APP_ENV=production for anything but a developer's machine`,
+      );
+    }
   }
 
   const metrics = cfg.METRICS_PORT !== undefined ? await startMetricsServer(cfg.METRICS_HOST, cfg.METRICS_PORT, () => healthReport(ctx)) : null;
@@ -115,3 +122,9 @@ main().catch((err) => {
   console.error('failed to start:', err instanceof Error ? err.message : err);
   process.exit(1);
 });
+
+/** Whether HOST binds only this machine (localhost, 127.0.0.0/8, ::1). */
+function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\./.test(h);
+}
