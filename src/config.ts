@@ -141,6 +141,12 @@ const schema = z.object({
   MAX_ATTEMPTS: z.coerce.number().int().min(1).max(8).default(8),
   MAX_MESSAGE_AGE: duration.prefault('24h'),
   DISPATCH_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(256),
+  /**
+   * A project's share of DISPATCH_CONCURRENCY (delivery/endpoints/project-share.ts): over it, a
+   * project starts attempts only while more than this many slots are free. 0: a quarter of
+   * DISPATCH_CONCURRENCY.
+   */
+  DISPATCH_PROJECT_SHARE: z.coerce.number().int().min(0).max(10_000).default(0),
   WEBHOOK_TIMEOUT_DEFAULT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   /** CIDRs outbound requests may reach although private; empty in production. */
   OUTBOUND_ALLOW_CIDRS: csv.optional(),

@@ -14,6 +14,9 @@
 //     held ('concurrency') when ENDPOINT_WINDOW_QUEUE already wait; after the wait the circuit is
 //     looked at again (it may have opened meanwhile). A send carries its window ticket: the
 //     pipeline hands it the outcome.
+//   - then for its project's share of the process (project-share.ts): a project over it waits
+//     while the process has few slots free, and is held ('concurrency') when too many of its
+//     attempts wait already.
 import type { AppContext } from '../../context.js';
 import { endpointHolds } from '../../lib/metrics.js';
 import type { WebhookConfig } from '../channels/send-config.js';
@@ -23,6 +26,7 @@ import type { EndpointHealth } from './health.js';
 import type { Endpoint } from './keys.js';
 import { takeSlot } from './rate.js';
 import { EndpointWindows, WindowFullError, type DispatchSlot, type Ticket } from './window.js';
+import { ProjectShares } from './project-share.js';
 
 export type HoldReason = 'circuit' | 'rate_limit' | 'concurrency';
 export type Admission = { kind: 'send'; ticket?: Ticket } | { kind: 'hold'; reason: HoldReason } | { kind: 'end'; outcome: AttemptOutcome };
@@ -35,6 +39,8 @@ export const GIVEN_UP =
 export class EndpointGate {
   /** slow start per endpoint, in this process */
   readonly windows: EndpointWindows;
+  /** each project's share of this process's attempts */
+  readonly shares: ProjectShares;
 
   constructor(
     private readonly ctx: Pick<AppContext, 'db' | 'log' | 'cfg'>,
@@ -49,6 +55,8 @@ export class EndpointGate {
       pauseMs: 1000,
       pauseMaxMs: Math.max(1000, cfg.CIRCUIT_COOLDOWN),
     });
+    const share = cfg.DISPATCH_PROJECT_SHARE || Math.max(1, Math.floor(cfg.DISPATCH_CONCURRENCY / 4));
+    this.shares = new ProjectShares(cfg.DISPATCH_CONCURRENCY, share, cfg.ENDPOINT_WINDOW_QUEUE);
   }
 
   /** `slot`: the dispatcher slot of the attempt, given back while it waits for its endpoint's window. */
@@ -70,6 +78,20 @@ export class EndpointGate {
     try {
       ticket = await this.windows.acquire(e, webhook?.maxInFlight ?? null, slot);
     } catch (err) {
+      if (err instanceof WindowFullError) return { kind: 'hold', reason: 'concurrency' };
+      throw err;
+    }
+    try {
+      const share = await this.shares.acquire(e.project, slot);
+      const endpoint = ticket;
+      ticket = {
+        done: (outcome) => {
+          share.done(null);
+          endpoint.done(outcome);
+        },
+      };
+    } catch (err) {
+      ticket.done(null);
       if (err instanceof WindowFullError) return { kind: 'hold', reason: 'concurrency' };
       throw err;
     }
