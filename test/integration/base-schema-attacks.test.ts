@@ -58,9 +58,11 @@ describe('schema base against the project database’s own roles', () => {
       create table public.orders (id serial primary key, note text);
       create table public.spy (n serial primary key, who text, superuser boolean);
       create role ${inserter} login password 'x';
+      grant connect on database ${projectDatabaseName(p.ref)} to ${inserter};
       grant insert on public.orders to ${inserter};
       grant usage on sequence public.orders_id_seq to ${inserter};
       create role ${maker} login password 'x';
+      grant connect on database ${projectDatabaseName(p.ref)} to ${maker};
       grant create on schema public to ${maker};
       grant insert on public.spy to public;
       grant usage on sequence public.spy_n_seq to public;
