@@ -305,6 +305,8 @@ describe('idle capture: WAL held by an idle slot', () => {
     await sql(db, `drop role if exists ${role}`);
     await sql(db, `create role ${role} login`);
     await sql(db, `grant usage on schema base to ${role}; grant select on base.capture to ${role}`);
+    // a managed project's database lets in only its own role and the service (CONNECT revoked from PUBLIC)
+    await sql(db, `grant connect on database ${new URL(db).pathname.slice(1)} to ${role}`);
     const url = new URL(db);
     url.username = role;
     url.password = '';
