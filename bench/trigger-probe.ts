@@ -2,7 +2,7 @@
 // casts to json) costs a row. 50,000-row INSERTs into a hooked table, best of 5, with the trigger as
 // installed and with the probe taken out. Run: npx tsx bench/trigger-probe.ts (the local stack up).
 import pg from 'pg';
-import { installBaseSchema } from '../src/outbox/enable.js';
+import { installBaseSchema } from '../src/outbox/index.js';
 
 const admin = process.env.ADMIN_URL ?? 'postgres://postgres@127.0.0.1:54329/postgres';
 const name = `trigger_probe_${process.pid}`;

@@ -184,14 +184,66 @@ describe('schema base against the project database’s own roles', () => {
     } finally {
       await su.query('drop cast (public.mood as json)');
     }
+    // a domain whose CHECK reaches any SQL (query_to_xml runs a query): typing a sample into it
+    // would run that as the service, so previews refuse it; the webhook itself is fine (the
+    // trigger types nothing: the row was checked as its writer)
+    const mk2 = await connectAs(maker);
+    try {
+      await mk2.query(`
+        create domain public.checked as text check (pg_catalog.query_to_xml('insert into public.spy (who) values (''domain:'' || current_user) returning 1', false, false, '') is not null);
+        create table public.checked_rows (id int primary key, v public.checked);`);
+    } finally {
+      await mk2.end();
+    }
+    const checked = await svc.manage(p, 'POST', '/webhooks', { name: 'checked', table: 'public.checked_rows', events: ['INSERT'], url: `${recv.url}/checked` });
+    const checkedPreview = await call('POST', `/webhooks/${checked.body.id}/preview`, { record: { id: 1, v: 'x' } });
+    expect(checkedPreview.status).toBe(400);
+    expect(checkedPreview.body.code).toBe('unsafe_column_type');
+    expect((await su.query(`select who from public.spy where who like 'domain:%'`)).rows).toEqual([]);
     // without the cast the same table works again
     await su.query(`insert into public.later values (3, 'ok')`);
     await eventually(async () => recv.to('/later')[0], 60_000, 'the row delivered');
   });
 
+  it('a callback cannot step back from base_callback to the service’s user', async () => {
+    const mk = await connectAs(maker);
+    try {
+      // a plain function (not SECURITY DEFINER), granted to base_callback: with SET ROLE alone,
+      // RESET ROLE put it back on the service's superuser session
+      await mk.query(`
+        create function public.escalate(p pg_catalog.jsonb) returns void language plpgsql as $$
+        begin
+          reset role;
+          insert into public.spy (who, superuser) select 'callback:' || current_user, rolsuper from pg_catalog.pg_roles where rolname = current_user;
+          execute pg_catalog.format('alter role %I superuser', '${maker}');
+        end $$;
+        grant execute on function public.escalate(pg_catalog.jsonb) to base_callback;`);
+    } finally {
+      await mk.end();
+    }
+    await su.query(`grant insert on public.spy to base_callback`);
+    const id = (await su.query(`select base.http_request('POST', $1, '{}'::jsonb, '{"n": 1}'::jsonb, 'public.escalate') as id`, [`${recv.url}/cb`])).rows[0].id;
+    const d = await eventually(async () => {
+      const x = await delivery(id);
+      return x?.callback?.status === 'failed' || x?.callback?.status === 'retrying' ? x : null;
+    }, 60_000, 'the callback called and refused');
+    expect(d.callback.error).toMatch(/cannot set parameter "role" within security-definer function/);
+    expect((await su.query(`select who from public.spy where who like 'callback:%'`)).rows).toEqual([]);
+    expect((await su.query('select rolsuper from pg_roles where rolname = $1', [maker])).rows[0].rolsuper).toBe(false);
+  });
+
   it('refuses a message over 1 MB in the caller’s transaction, and the pipeline goes on', async () => {
     await expect(su.query(`select base.http_request('POST', $1, '{}'::jsonb, to_jsonb(repeat('x', 2 * 1024 * 1024)))`, [`${recv.url}/huge`])).rejects.toMatchObject({ code: '54000' });
     await expect(su.query(`select base.send_email('a@example.com', 'big', repeat('x', 2 * 1024 * 1024))`)).rejects.toMatchObject({ code: '54000' });
+    // numerics are a few bytes of jsonb and a thousand characters of JSON: no shortcut on the binary size
+    await expect(su.query(`select base.http_request('POST', $1, '{}'::jsonb, (select jsonb_agg(1e1000::numeric) from generate_series(1, 2000)))`, [`${recv.url}/huge`])).rejects.toMatchObject({ code: '54000' });
+    // and a webhook row of them (the 1 MB rule's binary shortcut passes it) is refused in the writer's statement
+    await su.query('create table public.nums (id int primary key, v numeric[])');
+    const nums = await svc.manage(p, 'POST', '/webhooks', { name: 'nums', table: 'public.nums', events: ['INSERT'], url: `${recv.url}/nums` });
+    expect(nums.status).toBe(201);
+    await expect(su.query(`insert into public.nums values (1, (select array_agg(1e131071::numeric) from generate_series(1, 40)))`)).rejects.toMatchObject({ code: '54000' });
+    await su.query(`insert into public.nums values (2, '{1, 2}')`);
+    await eventually(async () => recv.to('/nums').find((r) => JSON.parse(r.body).record?.id === 2), 60_000, 'a small row of the same webhook delivered');
     // just under: taken
     const near = (await su.query(`select base.http_request('POST', $1, '{}'::jsonb, to_jsonb(repeat('x', 1000 * 1000))) as id`, [`${recv.url}/near`])).rows[0].id;
     const after = (await su.query(`select base.http_request('POST', $1, '{}'::jsonb, '{"n": 1}'::jsonb) as id`, [`${recv.url}/after`])).rows[0].id;

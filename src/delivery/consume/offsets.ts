@@ -107,6 +107,10 @@ export class LimiterSlot {
     private readonly cancelled: () => boolean,
   ) {}
 
+  get source(): object {
+    return this.limiter;
+  }
+
   yield(): void {
     if (!this.#held) return;
     this.#held = false;

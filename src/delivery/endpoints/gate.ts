@@ -39,8 +39,10 @@ export const GIVEN_UP =
 export class EndpointGate {
   /** slow start per endpoint, in this process */
   readonly windows: EndpointWindows;
-  /** each project's share of this process's attempts */
-  readonly shares: ProjectShares;
+  /** each project's share of a consumer's attempts (the main dispatcher and the retry consumer have a Limiter each) */
+  readonly #shares = new WeakMap<object, ProjectShares>();
+  readonly #defaultShares: ProjectShares;
+  readonly #share: number;
 
   constructor(
     private readonly ctx: Pick<AppContext, 'db' | 'log' | 'cfg'>,
@@ -55,8 +57,21 @@ export class EndpointGate {
       pauseMs: 1000,
       pauseMaxMs: Math.max(1000, cfg.CIRCUIT_COOLDOWN),
     });
-    const share = cfg.DISPATCH_PROJECT_SHARE || Math.max(1, Math.floor(cfg.DISPATCH_CONCURRENCY / 4));
-    this.shares = new ProjectShares(cfg.DISPATCH_CONCURRENCY, share, cfg.ENDPOINT_WINDOW_QUEUE);
+    this.#share = cfg.DISPATCH_PROJECT_SHARE || Math.max(1, Math.floor(cfg.DISPATCH_CONCURRENCY / 4));
+    this.#defaultShares = this.#newShares();
+  }
+
+  #newShares(): ProjectShares {
+    return new ProjectShares(this.ctx.cfg.DISPATCH_CONCURRENCY, this.#share, this.ctx.cfg.ENDPOINT_WINDOW_QUEUE);
+  }
+
+  /** The shares of the consumer the slot belongs to. */
+  shares(slot?: DispatchSlot): ProjectShares {
+    const source = slot?.source;
+    if (!source) return this.#defaultShares;
+    let s = this.#shares.get(source);
+    if (!s) this.#shares.set(source, (s = this.#newShares()));
+    return s;
   }
 
   /** `slot`: the dispatcher slot of the attempt, given back while it waits for its endpoint's window. */
@@ -82,7 +97,7 @@ export class EndpointGate {
       throw err;
     }
     try {
-      const share = await this.shares.acquire(e.project, slot);
+      const share = await this.shares(slot).acquire(e.project, slot);
       const endpoint = ticket;
       ticket = {
         done: (outcome) => {

@@ -10,7 +10,9 @@
 // quarters of the slots, and whatever it does the last SHARE slots stay for projects under their
 // share. An attempt that may not start waits, FIFO, without its dispatcher slot (as for an
 // endpoint's window), and beyond ENDPOINT_WINDOW_QUEUE waiting for one project it is held
-// ('concurrency'). Counted per process, in memory, for attempts past their endpoint's window.
+// ('concurrency'). Counted in memory per consumer of a process (the main dispatcher and the retry
+// consumer each have DISPATCH_CONCURRENCY slots: gate.ts keeps shares per Limiter), for attempts
+// past their endpoint's window.
 import { DispatcherStoppingError, WindowFullError, type DispatchSlot, type Ticket } from './window.js';
 
 interface Waiter {

@@ -31,6 +31,8 @@ import { endpointId, isEndpointFault, type Endpoint } from './keys.js';
 
 /** The dispatcher slot an attempt holds (consume/offsets.ts): given back while waiting. */
 export interface DispatchSlot {
+  /** what the slot is taken from (the consumer's Limiter): a project's share is counted per source */
+  readonly source?: object;
   yield(): void;
   /** false: the dispatcher is stopping, the attempt must not be made */
   retake(): Promise<boolean>;

@@ -172,28 +172,31 @@ async function requeue(ctx: AppContext, tx: PoolClient, ref: string, all: { row:
     acks: -1,
     messages: chunk.map(({ row, msg }) => encodeMessage(msg, { run: row.run + 1, attempt: 1, dueAt: 0 }, { 'run-started-at': String(now) })),
   });
-  await ctx.producer.send({
-    topic: ctx.topics.events,
-    acks: -1,
-    messages: chunk.map(({ row, msg }) =>
-      encodeEvent({
-        type: 'DeliveryQueued',
-        data: {
-          message_id: row.id,
-          project: msg.project,
-          kind: row.kind,
-          run: row.run + 1,
-          webhook_id: row.webhook_id,
-          target: row.target,
-          method: row.method,
-          callback_function: row.callback_function,
-          message_created_at: Number(row.created_micros),
-          queued_at: now,
-          ordering_key: msg.orderingKey ?? null,
-          seq: msg.seq ?? null,
-        },
-      }),
-    ),
-  });
+  // From here the new run is on the log: the claim must commit whatever else happens, or the old
+  // run would stay open beside it (its scheduled retry sent too, and a later retry a third copy).
+  // The event only makes the listing show `pending` at once; the run's outcome events fix the
+  // listing without it (review, 2026-11-29).
+  const queued = chunk.map(({ row, msg }) =>
+    encodeEvent({
+      type: 'DeliveryQueued',
+      data: {
+        message_id: row.id,
+        project: msg.project,
+        kind: row.kind,
+        run: row.run + 1,
+        webhook_id: row.webhook_id,
+        target: row.target,
+        method: row.method,
+        callback_function: row.callback_function,
+        message_created_at: Number(row.created_micros),
+        queued_at: now,
+        ordering_key: msg.orderingKey ?? null,
+        seq: msg.seq ?? null,
+      },
+    }),
+  );
+  await ctx.producer
+    .send({ topic: ctx.topics.events, acks: -1, messages: queued })
+    .catch((err) => ctx.log.warn({ err, project: ref, deliveries: chunk.length }, 'the new runs are enqueued; their DeliveryQueued events were not written (the listing shows pending once the runs have outcomes)'));
   return taken;
 }

@@ -109,9 +109,10 @@ begin
   -- A message over 1 MB of JSON is refused in the caller's transaction: committed, it would reach
   -- Kafka Connect's producer as a record over its limit (8 MB here), fail the connector's task on
   -- every restart, and hold every later message of the project behind it (found by review,
-  -- 2026-11-29). Webhook rows have the 1 MB rule (base._webhook_payload) instead. The binary size
-  -- first: JSON text is at most 6 bytes per byte of jsonb, so the text is built only when it may be over.
-  if pg_column_size(body) > limit_bytes / 6 and octet_length(body::text) > limit_bytes then
+  -- 2026-11-29). Webhook rows have the 1 MB rule (base._webhook_payload) instead. Measured on the
+  -- text itself: a numeric such as 1e1000 is a few bytes of jsonb and a thousand characters of JSON,
+  -- so the binary size bounds nothing (review, 2026-11-29).
+  if octet_length(body::text) > limit_bytes then
     raise exception 'base.%: the message is % bytes of JSON, over the limit of % (1 MB)', case kind when 'email' then 'send_email' else 'http_request' end, octet_length(body::text), limit_bytes
       using errcode = '54000', hint = 'send a reference to the data (an id, a URL) rather than the data itself';
   end if;
@@ -233,12 +234,14 @@ $$;
 -- set, 2.68-2.78 s.
 -- Column types of `rel` through which serialising its rows (to_jsonb) or, with `coerced`, typing
 -- values into it (jsonb_populate_record) would run code that the database's users wrote: a cast to
--- json or jsonb of a type they made (to_jsonb calls it), or a domain whose CHECK calls a function
--- they made. The webhook trigger runs as schema base's owner and backfills and previews on the
+-- json or jsonb (to_jsonb calls it) whose function a non-superuser owns, or, when coerced, a domain
+-- a non-superuser owns that has a CHECK (its expression may reach any code, e.g. through
+-- query_to_xml). The webhook trigger runs as schema base's owner and backfills and previews on the
 -- service's own connection (a superuser on managed projects), so such code would run with those
 -- rights (found by review, 2026-11-29: an enum's cast to json made its owner a superuser); they
--- refuse such tables instead. Casts and functions of extensions count as built in. The first such
--- type with the reason, or null.
+-- refuse such tables instead. What superusers own counts as built in (a trusted extension's
+-- objects are; a function a user added to an extension is not). The first such type with the
+-- reason, or null.
 create or replace function base._user_code_in(rel oid, coerced boolean default false)
 returns text
 language sql
@@ -260,13 +263,12 @@ as $$
   select format_type(t.oid, null) || ' (' || u.why || ')'
     from t cross join lateral (
            select 'a cast to json' as why from pg_cast c
-            where c.castsource = t.oid and c.casttarget in ('json'::regtype, 'jsonb'::regtype) and c.castmethod = 'f'
-              and not exists (select 1 from pg_depend e where e.classid = 'pg_cast'::regclass and e.objid = c.oid and e.deptype = 'e')
+             join pg_proc f on f.oid = c.castfunc join pg_roles r on r.oid = f.proowner
+            where c.castsource = t.oid and c.casttarget in ('json'::regtype, 'jsonb'::regtype) and c.castmethod = 'f' and not r.rolsuper
            union all
-           select 'a domain CHECK calling a function of the database' from pg_constraint k
-             join pg_depend d on d.classid = 'pg_constraint'::regclass and d.objid = k.oid and d.refclassid = 'pg_proc'::regclass and d.refobjid >= 16384
-            where coerced and k.contypid = t.oid
-              and not exists (select 1 from pg_depend e where e.classid = 'pg_proc'::regclass and e.objid = d.refobjid and e.deptype = 'e')
+           select 'a domain with a CHECK' from pg_type d join pg_roles r on r.oid = d.typowner
+            where coerced and d.oid = t.oid and d.typtype = 'd' and not r.rolsuper
+              and exists (select 1 from pg_constraint k where k.contypid = d.oid and k.contype = 'c')
          ) u
    where t.oid >= 16384
    limit 1
@@ -284,6 +286,7 @@ declare
   old_rec jsonb;
   unsafe text;
   user_casts boolean;
+  message text;
   first_key integer := 2;
   keys integer := 0;
   columns jsonb;
@@ -303,7 +306,8 @@ begin
   -- without; bench/trigger-probe.ts). The types are looked at only while such a cast exists
   -- anywhere in the database.
   select c.idle, c.message_prefix,
-         exists (select 1 from pg_cast k where k.oid >= 16384 and k.casttarget in ('json'::regtype, 'jsonb'::regtype) and k.castmethod = 'f')
+         exists (select 1 from pg_cast k join pg_proc f on f.oid = k.castfunc join pg_roles r on r.oid = f.proowner
+                  where k.oid >= 16384 and k.casttarget in ('json'::regtype, 'jsonb'::regtype) and k.castmethod = 'f' and not r.rolsuper)
     into idle, prefix, user_casts from base.capture c;
   if user_casts then
     unsafe := base._user_code_in(tg_relid);
@@ -346,11 +350,22 @@ begin
   body := jsonb_build_object('id', msg_id, 'kind', 'webhook', 'created_at', payload ->> 'occurred_at', 'webhook_id', tg_argv[0], 'payload', payload)
           || case when lane is not null then jsonb_build_object('ordering_key', lane, 'seq', nextval('base.outbox_seq'::regclass)) else '{}'::jsonb end;
   if prefix is not null then
+    message := '{"id":"' || msg_id || '","aggregatetype":"message","aggregateid":' || to_json(coalesce(lane, msg_id::text))::text
+      || ',"type":"webhook","payload":' || to_json(body::text)::text || '}';
+    -- the 1 MB rule measures the binary size first, and a numeric such as 1e131071 is a few bytes
+    -- of jsonb and 131,072 characters of text: a row of them passed it and made a message over
+    -- Connect's producer limit, which fails the connector on every restart (review, 2026-11-29).
+    -- The whole message, once built, is refused in the writer's statement past 4 MB.
+    if octet_length(message) > 4194304 then
+      raise exception 'webhook %: the message for this row of %.% is % bytes of JSON, over 4 MB', tg_argv[0], tg_table_schema, tg_table_name, octet_length(message)
+        using errcode = '54000';
+    end if;
     -- as UTF-8 bytes whatever the database's encoding (pgoutput converts rows, not messages)
-    perform pg_logical_emit_message(true, prefix, convert_to(
-      '{"id":"' || msg_id || '","aggregatetype":"message","aggregateid":' || to_json(coalesce(lane, msg_id::text))::text
-      || ',"type":"webhook","payload":' || to_json(body::text)::text || '}', 'UTF8'));
+    perform pg_logical_emit_message(true, prefix, convert_to(message, 'UTF8'));
   else
+    if octet_length(body::text) > 4194304 then
+      raise exception 'webhook %: the message for this row of %.% is over 4 MB of JSON', tg_argv[0], tg_table_schema, tg_table_name using errcode = '54000';
+    end if;
     insert into base.outbox (id, aggregateid, type, payload) values (msg_id, coalesce(lane, msg_id::text), 'webhook', body);
     delete from base.outbox where id = msg_id;
   end if;
@@ -418,6 +433,10 @@ as $$
 declare
   msg_id uuid := coalesce(given_id, gen_random_uuid());
 begin
+  -- as in the trigger: the 1 MB rule's binary shortcut does not bound numerics' text
+  if octet_length(payload::text) > 4194304 then
+    raise exception 'webhook %: the message is over 4 MB of JSON', webhook_id using errcode = '54000';
+  end if;
   insert into base.outbox (id, aggregateid, type, payload)
   values (msg_id, coalesce(lane, msg_id::text), 'webhook',
           jsonb_build_object('id', msg_id, 'kind', 'webhook', 'created_at', payload ->> 'occurred_at', 'webhook_id', webhook_id, 'payload', payload)
@@ -427,8 +446,35 @@ begin
 end;
 $$;
 
+-- How the service calls a callback function (src/delivery/callbacks/call.ts): on its own session,
+-- after SET LOCAL ROLE base_callback, through this SECURITY DEFINER function owned by base_callback.
+-- Inside a SECURITY DEFINER function PostgreSQL refuses SET ROLE, RESET ROLE and SET SESSION
+-- AUTHORIZATION, so a callback (the project's code) cannot step back to the session's user, the
+-- service's (a superuser on managed projects): with SET ROLE alone, a plain function granted to
+-- base_callback could RESET ROLE and make its author superuser (found by review, 2026-11-29). An
+-- installer that may not give the function to base_callback (not a member of it, on an external
+-- database) leaves it SECURITY INVOKER: callbacks then run by SET ROLE alone (docs/security.md).
+create or replace function base._callback(sch text, fn text, payload jsonb)
+returns void
+language plpgsql
+security definer
+as $$
+begin
+  execute pg_catalog.format('select %I.%I($1)', sch, fn) using payload;
+end;
+$$;
+do $$
+begin
+  alter function base._callback(text, text, jsonb) owner to base_callback;
+exception when insufficient_privilege then
+  alter function base._callback(text, text, jsonb) security invoker;
+  raise notice 'base._callback could not be given to base_callback (%): callbacks run by SET ROLE alone', sqlerrm;
+end $$;
+
 revoke all on all functions in schema base from public;
 revoke all on all functions in schema base from anon, authenticated, base_callback;
+grant usage on schema base to base_callback;
+grant execute on function base._callback(text, text, jsonb) to base_callback;
 -- The database's owner may enqueue directly: a managed project's own role, app_<ref>
 -- (src/projects/managed-database.ts), as the quick start does; its other roles through functions of
 -- the owner's. Nothing else of base is the owner's (the prefix stays the schema owner's).

@@ -3,7 +3,7 @@ import { loadConfig } from '../../../src/config.js';
 import { topicNames } from '../../../src/kafka/topics.js';
 import { MAX_RETRY_WAIT_MS, isExpired, planRetry, schedule } from '../../../src/delivery/retry/policy.js';
 import type { OutboxMessage } from '../../../src/delivery/message.js';
-import { callbackStatement } from '../../../src/delivery/callbacks/call.js';
+import { callbackTarget } from '../../../src/delivery/callbacks/call.js';
 
 const H = 3_600_000;
 const cfg = (env: Record<string, string> = {}) => loadConfig({ APP_ENV: 'test', MASTER_KEY: Buffer.alloc(32, 1).toString('base64'), ...env });
@@ -70,14 +70,14 @@ describe('the default retry schedule', () => {
 });
 
 describe('callback names', () => {
-  it('quotes schema and function, folding plain identifiers to lower case', () => {
-    expect(callbackStatement('public.on_done')).toBe('select "public"."on_done"($1::jsonb)');
-    expect(callbackStatement('App.OnDone')).toBe('select "app"."ondone"($1::jsonb)');
+  it('splits schema and function, folding plain identifiers to lower case (base._callback quotes them)', () => {
+    expect(callbackTarget('public.on_done')).toEqual({ schema: 'public', fn: 'on_done' });
+    expect(callbackTarget('App.OnDone')).toEqual({ schema: 'app', fn: 'ondone' });
   });
 
   it('refuses anything that is not schema.function of plain identifiers', () => {
     for (const bad of ['on_done', 'a.b.c', 'public.x; drop table t', 'public."x"', 'public.x()', '.x', 'public.', 'pub lic.x', `public.${'x'.repeat(64)}`]) {
-      expect(callbackStatement(bad)).toBeNull();
+      expect(callbackTarget(bad)).toBeNull();
     }
   });
 });
