@@ -143,8 +143,8 @@ const schema = z.object({
   DISPATCH_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(256),
   /**
    * A project's share of DISPATCH_CONCURRENCY (delivery/endpoints/project-share.ts): over it, a
-   * project starts attempts only while more than this many slots are free. 0: a quarter of
-   * DISPATCH_CONCURRENCY.
+   * project starts attempts only while more than this many slots are free. 0: off (the default:
+   * on, with a quarter, a lone busy project's throughput halved in the e2e A / B of 2026-11-29).
    */
   DISPATCH_PROJECT_SHARE: z.coerce.number().int().min(0).max(10_000).default(0),
   WEBHOOK_TIMEOUT_DEFAULT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),

@@ -1,7 +1,8 @@
 // A project's share of the dispatcher (delivery/endpoints/project-share.ts). Found by an attacker's
 // review (2026-11-29): a project whose endpoints answer 200 slowly (no fault: no window shrinks, no
 // circuit opens) on a few ports held every dispatcher slot, and another project's request waited
-// for them (277 ms → 24.9 s). DISPATCH_CONCURRENCY=8 stands in for 256: the share is 2, so the
+// for them (277 ms → 24.9 s). The share is off by default (config.ts); here DISPATCH_CONCURRENCY=8
+// stands in for 256 and DISPATCH_PROJECT_SHARE=2 for a quarter of it, so the
 // attacker alone may have up to 6 attempts in flight, and the last 2 slots stay for projects under
 // their share. The attacker's messages are all delivered in the end: waiting, not lost.
 import http from 'node:http';
@@ -46,7 +47,7 @@ describe('one project’s slow endpoints leave the other projects their share of
       servers.push(s);
       ports.push((s.address() as net.AddressInfo).port);
     }
-    svc = await startTestService({ roles: ['api', 'dispatcher', 'projector'], env: { OUTBOUND_ALLOW_CIDRS: `${HOST}/32`, DISPATCH_CONCURRENCY: String(CONCURRENCY) } });
+    svc = await startTestService({ roles: ['api', 'dispatcher', 'projector'], env: { OUTBOUND_ALLOW_CIDRS: `${HOST}/32`, DISPATCH_CONCURRENCY: String(CONCURRENCY), DISPATCH_PROJECT_SHARE: '2' } });
     attacker = await svc.project('pro');
     victim = await svc.project('pro');
     for (const p of [attacker, victim]) await svc.manage(p, 'POST', '/outbox/enable');

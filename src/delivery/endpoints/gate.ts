@@ -57,7 +57,8 @@ export class EndpointGate {
       pauseMs: 1000,
       pauseMaxMs: Math.max(1000, cfg.CIRCUIT_COOLDOWN),
     });
-    this.#share = cfg.DISPATCH_PROJECT_SHARE || Math.max(1, Math.floor(cfg.DISPATCH_CONCURRENCY / 4));
+    // 0: off (config.ts)
+    this.#share = cfg.DISPATCH_PROJECT_SHARE;
     this.#defaultShares = this.#newShares();
   }
 
@@ -96,19 +97,21 @@ export class EndpointGate {
       if (err instanceof WindowFullError) return { kind: 'hold', reason: 'concurrency' };
       throw err;
     }
-    try {
-      const share = await this.shares(slot).acquire(e.project, slot);
-      const endpoint = ticket;
-      ticket = {
-        done: (outcome) => {
-          share.done(null);
-          endpoint.done(outcome);
-        },
-      };
-    } catch (err) {
-      ticket.done(null);
-      if (err instanceof WindowFullError) return { kind: 'hold', reason: 'concurrency' };
-      throw err;
+    if (this.#share > 0) {
+      try {
+        const share = await this.shares(slot).acquire(e.project, slot);
+        const endpoint = ticket;
+        ticket = {
+          done: (outcome) => {
+            share.done(null);
+            endpoint.done(outcome);
+          },
+        };
+      } catch (err) {
+        ticket.done(null);
+        if (err instanceof WindowFullError) return { kind: 'hold', reason: 'concurrency' };
+        throw err;
+      }
     }
     try {
       // the circuit may have opened while this message waited for the window
