@@ -87,7 +87,10 @@ export const MAX_BODY_DEPTH = 512;
  * the stack, and every attempt crashed as an internal error until the message died (found by
  * review, 2026-11-29).
  */
-export function tooDeep(msg: Pick<OutboxMessage, 'payload'>): AttemptOutcome | null {
+export function tooDeep(msg: Pick<OutboxMessage, 'payload' | 'rawValue'>): AttemptOutcome | null {
+  // each level costs an opening and a closing bracket: a record this short cannot nest too deep,
+  // and the walk (every node of the payload, on every attempt) is skipped
+  if (msg.rawValue.length <= 2 * MAX_BODY_DEPTH) return null;
   const depth = jsonDepth(msg.payload);
   return depth > MAX_BODY_DEPTH ? { outcome: 'dead', reason: 'invalid_request', error: `the message is nested more than ${MAX_BODY_DEPTH} levels deep`, durationMs: 0 } : null;
 }
